@@ -1,0 +1,4 @@
+package adaptertest
+
+// apiKeyScenarios are the API-key verifier's concurrent cases.
+func apiKeyScenarios() []scenario { return nil }

@@ -1,0 +1,4 @@
+package adaptertest
+
+// rateLimitScenarios are the rate limiter's concurrent cases.
+func rateLimitScenarios() []scenario { return nil }

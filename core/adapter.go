@@ -1,0 +1,96 @@
+package core
+
+import "context"
+
+// Record is a row as an adapter returns it: physical column name → value in
+// whatever form the driver produced (int32, []byte, a time as text, ...).
+// [DB] converts it into a typed [Row] keyed by logical field names.
+type Record map[string]any
+
+// Assignment sets a column to a value.
+type Assignment struct {
+	Column string
+	Value  any
+}
+
+// Delta adds By to a column, in the database: column = column + By.
+type Delta struct {
+	Column string
+	By     int64
+}
+
+// FindOptions orders and pages FindMany. At the [DB] level SortBy is a
+// logical field; at the [Adapter] level it is a column name. Without SortBy
+// rows come in primary-key order.
+type FindOptions struct {
+	Limit  int // 0 means no limit
+	Offset int
+	SortBy string
+	Desc   bool
+}
+
+// Adapter is the contract every storage implements. [DB] validates and
+// normalises every request before an adapter sees it: names are physical,
+// values are int64, string, bool, UTC time.Time truncated to the millisecond,
+// or nil, and where clauses are well formed. The where clauses are joined by
+// AND; an empty list matches every row.
+//
+// Errors: a unique-key violation must satisfy errors.Is(err, ErrConflict);
+// anything else is passed through, wrapped once by DB.
+type Adapter interface {
+	// Create inserts one row and returns it as stored, with its primary key.
+	// Columns left out take the database's defaults.
+	Create(ctx context.Context, t *Table, values []Assignment) (Record, error)
+	// FindOne returns the first matching row in primary-key order, or nil.
+	FindOne(ctx context.Context, t *Table, where []Where) (Record, error)
+	// FindMany returns the matching rows.
+	FindMany(ctx context.Context, t *Table, where []Where, opts FindOptions) ([]Record, error)
+	// Update sets columns on at most one matching row and returns it as
+	// stored after the write, or nil when nothing matched.
+	Update(ctx context.Context, t *Table, where []Where, set []Assignment) (Record, error)
+	// UpdateMany sets columns on every matching row and returns how many rows
+	// matched (not how many changed: on MySQL without clientFoundRows the
+	// driver reports changed rows, and the adapter must make up for it).
+	UpdateMany(ctx context.Context, t *Table, where []Where, set []Assignment) (int64, error)
+	// Delete removes at most one matching row and reports whether it did.
+	Delete(ctx context.Context, t *Table, where []Where) (bool, error)
+	// DeleteMany removes every matching row and returns how many.
+	DeleteMany(ctx context.Context, t *Table, where []Where) (int64, error)
+	// Count returns the number of matching rows.
+	Count(ctx context.Context, t *Table, where []Where) (int64, error)
+}
+
+// Incrementer is implemented by adapters with a native IncrementOne.
+//
+// IncrementOne applies every delta (column = column + By, computed by the
+// database; NULL stays NULL) and every assignment to at most one row, chosen
+// by where, in one atomic write during which where still holds: a concurrent
+// change to that row re-evaluates the guard. It returns the row as stored
+// after the write, or nil when the guard selected nothing. When several rows
+// match, exactly one changes.
+//
+// When an adapter does not implement Incrementer, [DB] emulates IncrementOne
+// with the adapter's [Transactor]: read one matching row, then update it by
+// primary key, guarded on the original where plus each incremented column
+// equal to the value read; a lost race retries up to 5 times and then fails
+// with [ErrContention]. An adapter with neither interface is refused by [New].
+type Incrementer interface {
+	IncrementOne(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error)
+}
+
+// Transactor is implemented by adapters that can run a function in a
+// transaction. fn receives an adapter bound to the transaction; if fn
+// returns an error the transaction rolls back and Transaction returns it.
+// The transaction adapter may implement [Incrementer] too.
+//
+// Without Transactor, [DB.InTx] fails with [ErrUnsupported] and
+// IncrementOne needs a native [Incrementer].
+type Transactor interface {
+	Transaction(ctx context.Context, fn func(ctx context.Context, tx Adapter) error) error
+}
+
+// Unwrapper is implemented by adapters that wrap an ORM object, to give
+// callers an escape hatch to it: a *gorm.DB, a bun.IDB, an ent dialect.Driver.
+type Unwrapper interface {
+	Unwrap() any
+}

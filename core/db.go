@@ -1,0 +1,432 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+)
+
+// DB is the portable handle that users and the algorithms call, as
+// database/sql.DB wraps a driver. It validates requests before any I/O, maps
+// logical names to physical ones, runs IncrementOne natively or through the
+// transaction fallback, converts returned values, and wraps adapter errors
+// once. A DB is safe for concurrent use.
+type DB struct {
+	adapter Adapter
+	schema  *Schema
+	native  Incrementer // nil: use the fallback
+	txr     Transactor  // nil: no transactions
+}
+
+type options struct {
+	naming       Naming
+	schema       *Schema
+	forceFallbck bool
+}
+
+// Option configures [New].
+type Option func(*options)
+
+// WithNaming sets how logical names map to tables and columns (default:
+// snake_case, singular).
+func WithNaming(n Naming) Option { return func(o *options) { o.naming = n } }
+
+// WithSchema uses a schema built with [NewSchema], for example one with
+// extra models. It takes precedence over WithNaming.
+func WithSchema(s *Schema) Option { return func(o *options) { o.schema = s } }
+
+// WithFallback makes IncrementOne use the transaction fallback even when the
+// adapter has a native one: for tests and comparisons.
+func WithFallback() Option { return func(o *options) { o.forceFallbck = true } }
+
+// New wraps an adapter. It fails with [ErrUnsupported] when the adapter has
+// neither a native IncrementOne nor transactions for the fallback, and with
+// [ErrInvalid] when the naming is invalid.
+func New(a Adapter, opts ...Option) (*DB, error) {
+	if a == nil {
+		return nil, invalid("New", "", "nil adapter")
+	}
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := o.schema
+	if s == nil {
+		var err error
+		if s, err = NewSchema(o.naming); err != nil {
+			return nil, err
+		}
+	}
+	db := &DB{adapter: a, schema: s}
+	db.txr, _ = a.(Transactor)
+	if inc, ok := a.(Incrementer); ok && !o.forceFallbck {
+		db.native = inc
+	}
+	if db.native == nil && db.txr == nil {
+		return nil, &Error{Op: "New", Kind: ErrUnsupported,
+			Err: fmt.Errorf("adapter %T implements neither IncrementOne nor Transaction, so IncrementOne cannot be made atomic", a)}
+	}
+	return db, nil
+}
+
+// Schema returns the resolved schema.
+func (db *DB) Schema() *Schema { return db.schema }
+
+// Adapter returns the wrapped adapter; use [Unwrapper] on it to reach the ORM.
+func (db *DB) Adapter() Adapter { return db.adapter }
+
+// NativeIncrement reports whether IncrementOne runs natively rather than
+// through the transaction fallback.
+func (db *DB) NativeIncrement() bool { return db.native != nil }
+
+// IncrementRequest is the input of [DB.IncrementOne].
+type IncrementRequest struct {
+	Model     string           // logical model name
+	Where     []Where          // selector and guard, joined by AND
+	Increment map[string]int64 // field → delta, applied in the database
+	Set       map[string]any   // field → absolute value
+}
+
+// IncrementOne applies req's deltas and assignments to at most one row,
+// chosen by req.Where, in one atomic write during which req.Where still
+// holds. It returns the row as stored after the write and ok == true, or
+// ok == false when the guard selected nothing: no match is not an error.
+// See [Incrementer] for the contract and the fallback.
+func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, ok bool, err error) {
+	const op = "IncrementOne"
+	t, where, err := db.prepare(op, req.Model, req.Where)
+	if err != nil {
+		return nil, false, err
+	}
+	if len(req.Increment) == 0 && len(req.Set) == 0 {
+		return nil, false, invalid(op, req.Model, "nothing to do: Increment and Set are both empty")
+	}
+	inc := make([]Delta, 0, len(req.Increment))
+	for _, field := range sortedKeys(req.Increment) {
+		c, ok := t.Column(field)
+		if !ok {
+			return nil, false, invalid(op, req.Model, "unknown field %q in Increment", field)
+		}
+		if c.Field.Type != TypeInt || c.Field.Primary {
+			return nil, false, invalid(op, req.Model, "field %q cannot be incremented: only non-key int fields can", field)
+		}
+		if _, both := req.Set[field]; both {
+			return nil, false, invalid(op, req.Model, "field %q is in both Increment and Set", field)
+		}
+		inc = append(inc, Delta{Column: c.Name, By: req.Increment[field]})
+	}
+	set, err := db.assignments(op, t, req.Set)
+	if err != nil {
+		return nil, false, err
+	}
+	var rec Record
+	if db.native != nil {
+		rec, err = db.native.IncrementOne(ctx, t, where, inc, set)
+	} else {
+		rec, err = db.fallbackIncrement(ctx, t, where, inc, set)
+	}
+	return db.result(op, t, rec, err)
+}
+
+// Create inserts a row. Fields left out take the schema's defaults; a
+// non-nullable field without a default must be given. A duplicate unique
+// key fails with [ErrConflict].
+func (db *DB) Create(ctx context.Context, model string, values map[string]any) (Row, error) {
+	const op = "Create"
+	t, _, err := db.prepare(op, model, nil)
+	if err != nil {
+		return nil, err
+	}
+	set, err := db.assignments(op, t, values)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range t.Columns {
+		if _, given := values[c.Field.Name]; given || c.Field.Primary || c.Field.Nullable {
+			continue
+		}
+		if c.Field.Default == nil {
+			return nil, invalid(op, model, "field %q is required", c.Field.Name)
+		}
+		v, _ := toStorage(c.Field, c.Field.Default)
+		set = append(set, Assignment{Column: c.Name, Value: v})
+	}
+	rec, err := db.adapter.Create(ctx, t, set)
+	row, _, err := db.result(op, t, rec, err)
+	if err == nil && row == nil {
+		err = &Error{Op: op, Model: model, Err: errors.New("adapter returned no row")}
+	}
+	return row, err
+}
+
+// FindOne returns the first row matching where, in primary-key order, and
+// ok == false when there is none.
+func (db *DB) FindOne(ctx context.Context, model string, where ...Where) (Row, bool, error) {
+	const op = "FindOne"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := db.adapter.FindOne(ctx, t, w)
+	return db.result(op, t, rec, err)
+}
+
+// FindMany returns the rows matching where; opts may be nil.
+func (db *DB) FindMany(ctx context.Context, model string, where []Where, opts *FindOptions) ([]Row, error) {
+	const op = "FindMany"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return nil, err
+	}
+	var o FindOptions
+	if opts != nil {
+		o = *opts
+		if o.Limit < 0 || o.Offset < 0 {
+			return nil, invalid(op, model, "negative limit or offset")
+		}
+		if o.SortBy != "" {
+			c, ok := t.Column(o.SortBy)
+			if !ok {
+				return nil, invalid(op, model, "unknown sort field %q", o.SortBy)
+			}
+			o.SortBy = c.Name
+		}
+	}
+	recs, err := db.adapter.FindMany(ctx, t, w, o)
+	if err != nil {
+		return nil, wrap(op, model, err)
+	}
+	rows := make([]Row, 0, len(recs))
+	for _, rec := range recs {
+		row, err := db.convertRow(t, rec)
+		if err != nil {
+			return nil, wrap(op, model, err)
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// Update sets fields on at most one row matching where and returns it as
+// stored after the write, or ok == false when nothing matched.
+func (db *DB) Update(ctx context.Context, model string, where []Where, set map[string]any) (Row, bool, error) {
+	const op = "Update"
+	t, w, a, err := db.prepareSet(op, model, where, set)
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := db.adapter.Update(ctx, t, w, a)
+	return db.result(op, t, rec, err)
+}
+
+// UpdateMany sets fields on every row matching where and returns how many matched.
+func (db *DB) UpdateMany(ctx context.Context, model string, where []Where, set map[string]any) (int64, error) {
+	const op = "UpdateMany"
+	t, w, a, err := db.prepareSet(op, model, where, set)
+	if err != nil {
+		return 0, err
+	}
+	n, err := db.adapter.UpdateMany(ctx, t, w, a)
+	return n, wrap(op, model, err)
+}
+
+// Delete removes at most one row matching where and reports whether it did.
+func (db *DB) Delete(ctx context.Context, model string, where ...Where) (bool, error) {
+	const op = "Delete"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return false, err
+	}
+	ok, err := db.adapter.Delete(ctx, t, w)
+	return ok, wrap(op, model, err)
+}
+
+// DeleteMany removes every row matching where and returns how many.
+func (db *DB) DeleteMany(ctx context.Context, model string, where ...Where) (int64, error) {
+	const op = "DeleteMany"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return 0, err
+	}
+	n, err := db.adapter.DeleteMany(ctx, t, w)
+	return n, wrap(op, model, err)
+}
+
+// Count returns the number of rows matching where.
+func (db *DB) Count(ctx context.Context, model string, where ...Where) (int64, error) {
+	const op = "Count"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return 0, err
+	}
+	n, err := db.adapter.Count(ctx, t, w)
+	return n, wrap(op, model, err)
+}
+
+// InTx runs fn in a transaction: fn's tx is a DB bound to it, and an error
+// from fn rolls back. Without a [Transactor] it fails with [ErrUnsupported].
+func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) error) error {
+	if db.txr == nil {
+		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("adapter %T has no transactions", db.adapter)}
+	}
+	return wrap("InTx", "", db.txr.Transaction(ctx, func(ctx context.Context, tx Adapter) error {
+		return fn(ctx, db.bind(tx))
+	}))
+}
+
+// bind returns a DB on a transaction adapter. Inside the transaction the
+// fallback runs directly on it rather than opening a nested transaction.
+func (db *DB) bind(tx Adapter) *DB {
+	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}}
+	if db.native != nil {
+		inner.native, _ = tx.(Incrementer)
+	}
+	return inner
+}
+
+type sameTx struct{ tx Adapter }
+
+func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, Adapter) error) error {
+	return fn(ctx, s.tx)
+}
+
+// prepare resolves the model and validates and maps the where clauses.
+func (db *DB) prepare(op, model string, where []Where) (*Table, []Where, error) {
+	t, ok := db.schema.Table(model)
+	if !ok {
+		return nil, nil, invalid(op, model, "unknown model %q", model)
+	}
+	out := make([]Where, 0, len(where))
+	for _, w := range where {
+		c, ok := t.Column(w.Field)
+		if !ok {
+			return nil, nil, invalid(op, model, "unknown field %q in where", w.Field)
+		}
+		v, err := whereValue(c.Field, w)
+		if err != nil {
+			return nil, nil, invalid(op, model, "where %s %s: %v", w.Field, w.Op, err)
+		}
+		out = append(out, Where{Field: c.Name, Op: w.Op, Value: v})
+	}
+	return t, out, nil
+}
+
+func (db *DB) prepareSet(op, model string, where []Where, set map[string]any) (*Table, []Where, []Assignment, error) {
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if len(set) == 0 {
+		return nil, nil, nil, invalid(op, model, "nothing to set")
+	}
+	a, err := db.assignments(op, t, set)
+	return t, w, a, err
+}
+
+// whereValue checks that the operator and value fit the field.
+func whereValue(f Field, w Where) (any, error) {
+	switch w.Op {
+	case OpEq, OpNe:
+		return toStorage(f, w.Value)
+	case OpLt, OpLte, OpGt, OpGte:
+		if f.Type == TypeBool {
+			return nil, fmt.Errorf("booleans cannot be ordered")
+		}
+		v, err := toStorage(f, w.Value)
+		if err == nil && v == nil {
+			err = fmt.Errorf("nil cannot be compared with %s (NULL never matches); use Eq or Ne with nil", w.Op)
+		}
+		return v, err
+	case OpIn, OpNotIn:
+		rv := reflect.ValueOf(w.Value)
+		if w.Value == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
+			return nil, fmt.Errorf("needs a list of values, got %T", w.Value)
+		}
+		if rv.Len() == 0 {
+			return nil, fmt.Errorf("needs at least one value")
+		}
+		list := make([]any, rv.Len())
+		for i := range list {
+			v, err := toStorage(f, rv.Index(i).Interface())
+			if err != nil {
+				return nil, err
+			}
+			if v == nil {
+				return nil, fmt.Errorf("nil in a list never matches; use Eq or Ne with nil")
+			}
+			list[i] = v
+		}
+		return list, nil
+	}
+	return nil, fmt.Errorf("unknown operator %v", w.Op)
+}
+
+// assignments validates and maps absolute values, in a deterministic order.
+func (db *DB) assignments(op string, t *Table, values map[string]any) ([]Assignment, error) {
+	out := make([]Assignment, 0, len(values)+4)
+	for _, field := range sortedKeys(values) {
+		c, ok := t.Column(field)
+		if !ok {
+			return nil, invalid(op, t.Model, "unknown field %q", field)
+		}
+		if c.Field.Primary && op != "Create" {
+			return nil, invalid(op, t.Model, "the primary key %q cannot be set", field)
+		}
+		v, err := toStorage(c.Field, values[field])
+		if err != nil {
+			return nil, invalid(op, t.Model, "%v", err)
+		}
+		if v == nil && !c.Field.Nullable {
+			return nil, invalid(op, t.Model, "field %q cannot be NULL", field)
+		}
+		out = append(out, Assignment{Column: c.Name, Value: v})
+	}
+	return out, nil
+}
+
+// result converts one adapter record, or nil for no match.
+func (db *DB) result(op string, t *Table, rec Record, err error) (Row, bool, error) {
+	if err != nil {
+		return nil, false, wrap(op, t.Model, err)
+	}
+	if rec == nil {
+		return nil, false, nil
+	}
+	row, err := db.convertRow(t, rec)
+	if err != nil {
+		return nil, false, wrap(op, t.Model, err)
+	}
+	return row, true, nil
+}
+
+func (db *DB) convertRow(t *Table, rec Record) (Row, error) {
+	row := make(Row, len(t.Columns))
+	for _, c := range t.Columns {
+		v, err := fromStorage(c.Field, rec[c.Name])
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		row[c.Field.Name] = v
+	}
+	return row, nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// addChecked adds a delta to a value read for the fallback, refusing overflow.
+func addChecked(cur, by int64) (int64, error) {
+	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
+		return 0, fmt.Errorf("%d + %d overflows int64", cur, by)
+	}
+	return cur + by, nil
+}

@@ -1,0 +1,3 @@
+module github.com/sluice-go/sluice/core
+
+go 1.26

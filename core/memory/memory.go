@@ -1,0 +1,439 @@
+// Package memory is an in-memory sluice adapter: every table lives in a map
+// guarded by its own mutex. It implements IncrementOne natively and
+// transactions, and serves unit tests, examples and the demo.
+//
+// Transactions are not isolated: each operation inside one applies at once,
+// and a rollback undoes the transaction's own writes. That is enough for
+// the IncrementOne fallback, whose guarded write never relies on isolation,
+// and it keeps races observable in tests.
+package memory
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Memory is the in-memory adapter. The zero value is not usable; call [New].
+type Memory struct {
+	mu     sync.Mutex // guards tables
+	tables map[string]*table
+	calls  atomic.Int64
+}
+
+type table struct {
+	mu     sync.Mutex
+	rows   map[int64]core.Record
+	nextID int64
+}
+
+// New returns an empty in-memory store. Tables are created on first use.
+func New() *Memory { return &Memory{tables: map[string]*table{}} }
+
+// Calls returns how many adapter calls have been made: one per round trip a
+// database adapter would make (a transaction counts each call inside it).
+func (m *Memory) Calls() int64 { return m.calls.Load() }
+
+// WithoutIncrementOne returns a view of the same store that lacks the native
+// IncrementOne, so that core.DB uses its transaction fallback.
+func (m *Memory) WithoutIncrementOne() core.Adapter { return withoutIncrement{m} }
+
+type withoutIncrement struct{ m *Memory }
+
+func (w withoutIncrement) Create(ctx context.Context, t *core.Table, v []core.Assignment) (core.Record, error) {
+	return w.m.Create(ctx, t, v)
+}
+func (w withoutIncrement) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	return w.m.FindOne(ctx, t, where)
+}
+func (w withoutIncrement) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+	return w.m.FindMany(ctx, t, where, o)
+}
+func (w withoutIncrement) Update(ctx context.Context, t *core.Table, where []core.Where, s []core.Assignment) (core.Record, error) {
+	return w.m.Update(ctx, t, where, s)
+}
+func (w withoutIncrement) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, s []core.Assignment) (int64, error) {
+	return w.m.UpdateMany(ctx, t, where, s)
+}
+func (w withoutIncrement) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+	return w.m.Delete(ctx, t, where)
+}
+func (w withoutIncrement) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	return w.m.DeleteMany(ctx, t, where)
+}
+func (w withoutIncrement) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	return w.m.Count(ctx, t, where)
+}
+func (w withoutIncrement) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return w.m.transaction(ctx, fn, false)
+}
+
+func (m *Memory) table(name string) *table {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	tb, ok := m.tables[name]
+	if !ok {
+		tb = &table{rows: map[int64]core.Record{}}
+		m.tables[name] = tb
+	}
+	return tb
+}
+
+// begin counts the call, honours the context and locks the table.
+func (m *Memory) begin(ctx context.Context, t *core.Table) (*table, error) {
+	m.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	tb := m.table(t.Name)
+	tb.mu.Lock()
+	return tb, nil
+}
+
+// Create inserts a row; a duplicate unique column fails with core.ErrConflict.
+func (m *Memory) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.mu.Unlock()
+	return tb.insert(t, values, nil)
+}
+
+func (tb *table) insert(t *core.Table, values []core.Assignment, undo *journal) (core.Record, error) {
+	pk := t.PrimaryKey().Name
+	rec := core.Record{}
+	for _, c := range t.Columns {
+		rec[c.Name] = nil
+	}
+	for _, a := range values {
+		rec[a.Column] = a.Value
+	}
+	if rec[pk] == nil {
+		tb.nextID++
+		rec[pk] = tb.nextID
+	} else if id := rec[pk].(int64); id > tb.nextID {
+		tb.nextID = id
+	}
+	id := rec[pk].(int64)
+	if _, taken := tb.rows[id]; taken {
+		return nil, fmt.Errorf("%w: %s.%s = %d", core.ErrConflict, t.Name, pk, id)
+	}
+	if err := tb.checkUnique(t, rec); err != nil {
+		return nil, err
+	}
+	tb.rows[id] = rec
+	undo.add(t.Name, id, nil)
+	return clone(rec), nil
+}
+
+// checkUnique refuses rec when another row holds one of its unique values.
+func (tb *table) checkUnique(t *core.Table, rec core.Record) error {
+	pk := t.PrimaryKey().Name
+	for _, c := range t.Columns {
+		if !c.Field.Unique || rec[c.Name] == nil {
+			continue
+		}
+		for id, other := range tb.rows {
+			if id != rec[pk].(int64) && equal(other[c.Name], rec[c.Name]) {
+				return fmt.Errorf("%w: %s.%s = %v", core.ErrConflict, t.Name, c.Name, rec[c.Name])
+			}
+		}
+	}
+	return nil
+}
+
+// matching returns the ids of the rows matching where, in id order.
+func (tb *table) matching(where []core.Where) []int64 {
+	var ids []int64
+	for id, rec := range tb.rows {
+		if matches(rec, where) {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// FindOne returns the matching row with the lowest id, or nil.
+func (m *Memory) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.mu.Unlock()
+	if ids := tb.matching(where); len(ids) > 0 {
+		return clone(tb.rows[ids[0]]), nil
+	}
+	return nil, nil
+}
+
+// FindMany returns the matching rows, sorted and paged by opts.
+func (m *Memory) FindMany(ctx context.Context, t *core.Table, where []core.Where, opts core.FindOptions) ([]core.Record, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.mu.Unlock()
+	ids := tb.matching(where)
+	out := make([]core.Record, 0, len(ids))
+	for _, id := range ids {
+		out = append(out, clone(tb.rows[id]))
+	}
+	if opts.SortBy != "" {
+		sort.SliceStable(out, func(i, j int) bool {
+			c, _ := compare(out[i][opts.SortBy], out[j][opts.SortBy])
+			if opts.Desc {
+				return c > 0
+			}
+			return c < 0
+		})
+	}
+	if opts.Offset > 0 {
+		out = out[min(opts.Offset, len(out)):]
+	}
+	if opts.Limit > 0 && len(out) > opts.Limit {
+		out = out[:opts.Limit]
+	}
+	return out, nil
+}
+
+// Update sets columns on the first matching row and returns it.
+func (m *Memory) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+	return m.increment(ctx, t, where, nil, set, nil)
+}
+
+// IncrementOne applies deltas and assignments to the first matching row
+// while holding the table's lock, so the guard and the write are one step.
+func (m *Memory) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	return m.increment(ctx, t, where, inc, set, nil)
+}
+
+func (m *Memory) increment(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment, undo *journal) (core.Record, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return nil, err
+	}
+	defer tb.mu.Unlock()
+	ids := tb.matching(where)
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	return tb.write(t, ids[0], inc, set, undo)
+}
+
+// write changes one row in place, refusing a unique conflict with no change made.
+func (tb *table) write(t *core.Table, id int64, inc []core.Delta, set []core.Assignment, undo *journal) (core.Record, error) {
+	old := tb.rows[id]
+	rec := clone(old)
+	for _, d := range inc {
+		if rec[d.Column] != nil {
+			rec[d.Column] = rec[d.Column].(int64) + d.By
+		}
+	}
+	for _, a := range set {
+		rec[a.Column] = a.Value
+	}
+	if err := tb.checkUnique(t, rec); err != nil {
+		return nil, err
+	}
+	tb.rows[id] = rec
+	undo.add(t.Name, id, old)
+	return clone(rec), nil
+}
+
+// UpdateMany sets columns on every matching row.
+func (m *Memory) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+	return m.updateMany(ctx, t, where, set, nil)
+}
+
+func (m *Memory) updateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment, undo *journal) (int64, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	defer tb.mu.Unlock()
+	ids := tb.matching(where)
+	for _, id := range ids {
+		if _, err := tb.write(t, id, nil, set, undo); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(ids)), nil
+}
+
+// Delete removes the first matching row.
+func (m *Memory) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+	n, err := m.deleteRows(ctx, t, where, 1, nil)
+	return n == 1, err
+}
+
+// DeleteMany removes every matching row.
+func (m *Memory) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	return m.deleteRows(ctx, t, where, -1, nil)
+}
+
+func (m *Memory) deleteRows(ctx context.Context, t *core.Table, where []core.Where, limit int, undo *journal) (int64, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	defer tb.mu.Unlock()
+	ids := tb.matching(where)
+	if limit >= 0 && len(ids) > limit {
+		ids = ids[:limit]
+	}
+	for _, id := range ids {
+		undo.add(t.Name, id, tb.rows[id])
+		delete(tb.rows, id)
+	}
+	return int64(len(ids)), nil
+}
+
+// Count returns the number of matching rows.
+func (m *Memory) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	tb, err := m.begin(ctx, t)
+	if err != nil {
+		return 0, err
+	}
+	defer tb.mu.Unlock()
+	return int64(len(tb.matching(where))), nil
+}
+
+// Transaction runs fn with an adapter whose writes are undone if fn fails.
+func (m *Memory) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return m.transaction(ctx, fn, true)
+}
+
+func (m *Memory) transaction(ctx context.Context, fn func(context.Context, core.Adapter) error, native bool) error {
+	tx := &txAdapter{m: m, undo: &journal{}}
+	var a core.Adapter = tx
+	if native {
+		a = txIncrementer{tx}
+	}
+	if err := fn(ctx, a); err != nil {
+		tx.undo.rollback(m)
+		return err
+	}
+	return nil
+}
+
+func clone(r core.Record) core.Record {
+	out := make(core.Record, len(r))
+	for k, v := range r {
+		out[k] = v
+	}
+	return out
+}
+
+func equal(a, b any) bool {
+	c, ok := compare(a, b)
+	return ok && c == 0
+}
+
+// compare orders two normalised values of one type; ok is false for NULL
+// or mismatched types, which like SQL satisfy no comparison.
+func compare(a, b any) (int, bool) {
+	switch x := a.(type) {
+	case int64:
+		y, ok := b.(int64)
+		switch {
+		case !ok:
+			return 0, false
+		case x < y:
+			return -1, true
+		case x > y:
+			return 1, true
+		}
+		return 0, true
+	case string:
+		y, ok := b.(string)
+		switch {
+		case !ok:
+			return 0, false
+		case x < y:
+			return -1, true
+		case x > y:
+			return 1, true
+		}
+		return 0, true
+	case bool:
+		y, ok := b.(bool)
+		if !ok {
+			return 0, false
+		}
+		if x == y {
+			return 0, true
+		}
+		if !x {
+			return -1, true
+		}
+		return 1, true
+	case time.Time:
+		y, ok := b.(time.Time)
+		if !ok {
+			return 0, false
+		}
+		return x.Compare(y), true
+	}
+	return 0, false
+}
+
+func matches(rec core.Record, where []core.Where) bool {
+	for _, w := range where {
+		if !match(rec[w.Field], w) {
+			return false
+		}
+	}
+	return true
+}
+
+func match(v any, w core.Where) bool {
+	if w.Value == nil {
+		switch w.Op {
+		case core.OpEq:
+			return v == nil
+		case core.OpNe:
+			return v != nil
+		}
+		return false
+	}
+	if v == nil {
+		return false
+	}
+	switch w.Op {
+	case core.OpIn, core.OpNotIn:
+		found := false
+		for _, x := range w.Value.([]any) {
+			if equal(v, x) {
+				found = true
+				break
+			}
+		}
+		return found == (w.Op == core.OpIn)
+	}
+	c, ok := compare(v, w.Value)
+	if !ok {
+		return false
+	}
+	switch w.Op {
+	case core.OpEq:
+		return c == 0
+	case core.OpNe:
+		return c != 0
+	case core.OpLt:
+		return c < 0
+	case core.OpLte:
+		return c <= 0
+	case core.OpGt:
+		return c > 0
+	case core.OpGte:
+		return c >= 0
+	}
+	return false
+}

@@ -1,0 +1,251 @@
+package core
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Preset chooses how logical names become table and column names.
+type Preset uint8
+
+const (
+	// SnakeCase, the default: tables rate_limit and apikey, columns such
+	// as last_request.
+	SnakeCase Preset = iota
+	// BetterAuth reproduces Better Auth's names: tables rateLimit and apikey,
+	// camelCase columns such as lastRequest, so a Go service can share tables
+	// with a Better Auth deployment that uses numeric ids.
+	BetterAuth
+)
+
+// Naming configures physical names. The zero value means snake_case,
+// singular tables, no overrides.
+type Naming struct {
+	Preset Preset
+	// Plural appends "s" to every table name that is not overridden.
+	Plural bool
+	// Tables overrides table names: logical model name → table name.
+	Tables map[string]string
+	// Columns overrides column names: logical model → logical field → column.
+	Columns map[string]map[string]string
+}
+
+// Column is one field of a [Table] with its physical name.
+type Column struct {
+	Name  string // physical column name
+	Field Field  // logical description
+}
+
+// Table is a model resolved to physical names. Adapters receive it with every
+// call; it is immutable and safe to share.
+type Table struct {
+	Name    string   // physical table name
+	Model   string   // logical model name
+	Columns []Column // in model order; Columns[0] is the primary key
+	Comment string
+
+	byField  map[string]int
+	byColumn map[string]int
+}
+
+// Column returns the column of a logical field.
+func (t *Table) Column(field string) (Column, bool) {
+	i, ok := t.byField[field]
+	if !ok {
+		return Column{}, false
+	}
+	return t.Columns[i], true
+}
+
+// ColumnByName returns the column with a physical name.
+func (t *Table) ColumnByName(name string) (Column, bool) {
+	i, ok := t.byColumn[name]
+	if !ok {
+		return Column{}, false
+	}
+	return t.Columns[i], true
+}
+
+// PrimaryKey returns the primary-key column.
+func (t *Table) PrimaryKey() Column { return t.Columns[0] }
+
+// ColumnNames returns the physical column names in model order.
+func (t *Table) ColumnNames() []string {
+	names := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		names[i] = c.Name
+	}
+	return names
+}
+
+// Schema is a set of models resolved to physical names by a [Naming].
+type Schema struct {
+	tables []*Table
+	byName map[string]*Table
+}
+
+// identifier is what every table and column name must look like: portable
+// across PostgreSQL, MySQL and SQLite without surprises (63 is PostgreSQL's limit).
+var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
+
+// NewSchema resolves the built-in models, plus any extra models, with naming.
+// It fails with [ErrInvalid] on an override naming an unknown model or field,
+// a name that is not a valid identifier, or two tables or two columns of one
+// table sharing a name (compared case-insensitively, as MySQL does).
+func NewSchema(naming Naming, extra ...Model) (*Schema, error) {
+	models := append(BuiltinModels(), extra...)
+	s := &Schema{byName: map[string]*Table{}}
+	tableNames := map[string]string{}
+	for _, m := range models {
+		if err := checkModel(m); err != nil {
+			return nil, err
+		}
+		if _, dup := s.byName[m.Name]; dup {
+			return nil, invalid("NewSchema", m.Name, "model defined twice")
+		}
+		t, err := resolve(m, naming)
+		if err != nil {
+			return nil, err
+		}
+		low := strings.ToLower(t.Name)
+		if other, dup := tableNames[low]; dup {
+			return nil, invalid("NewSchema", m.Name, "table name %q is already used by model %q", t.Name, other)
+		}
+		tableNames[low] = m.Name
+		s.tables = append(s.tables, t)
+		s.byName[m.Name] = t
+	}
+	for model, fields := range naming.Columns {
+		t, ok := s.byName[model]
+		if !ok {
+			return nil, invalid("NewSchema", model, "column override for unknown model")
+		}
+		for field := range fields {
+			if _, ok := t.Column(field); !ok {
+				return nil, invalid("NewSchema", model, "column override for unknown field %q", field)
+			}
+		}
+	}
+	for model := range naming.Tables {
+		if _, ok := s.byName[model]; !ok {
+			return nil, invalid("NewSchema", model, "table override for unknown model")
+		}
+	}
+	return s, nil
+}
+
+// MustSchema is NewSchema that panics on error, for tests and package-level variables.
+func MustSchema(naming Naming, extra ...Model) *Schema {
+	s, err := NewSchema(naming, extra...)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func checkModel(m Model) error {
+	if m.Name == "" {
+		return invalid("NewSchema", "", "model without a name")
+	}
+	if len(m.Fields) == 0 || !m.Fields[0].Primary || m.Fields[0].Type != TypeInt {
+		return invalid("NewSchema", m.Name, "the first field must be the integer primary key")
+	}
+	for i, f := range m.Fields {
+		if f.Name == "" || f.Type < TypeString || f.Type > TypeTime {
+			return invalid("NewSchema", m.Name, "field %d has no name or an unknown type", i)
+		}
+		if i > 0 && f.Primary {
+			return invalid("NewSchema", m.Name, "field %q: only the first field may be the primary key", f.Name)
+		}
+	}
+	return nil
+}
+
+func resolve(m Model, n Naming) (*Table, error) {
+	t := &Table{Model: m.Name, Comment: m.Comment, byField: map[string]int{}, byColumn: map[string]int{}}
+	t.Name = n.Tables[m.Name]
+	if t.Name == "" {
+		t.Name = m.Name
+		if n.Preset == SnakeCase {
+			t.Name = snake(m.Name)
+		}
+		if n.Plural {
+			t.Name += "s"
+		}
+	}
+	if !identifier.MatchString(t.Name) {
+		return nil, invalid("NewSchema", m.Name, "table name %q is not a valid identifier", t.Name)
+	}
+	lower := map[string]string{}
+	for i, f := range m.Fields {
+		name := n.Columns[m.Name][f.Name]
+		if name == "" {
+			name = f.Name
+			if n.Preset == SnakeCase {
+				name = snake(f.Name)
+			}
+		}
+		if !identifier.MatchString(name) {
+			return nil, invalid("NewSchema", m.Name, "column name %q for field %q is not a valid identifier", name, f.Name)
+		}
+		if other, dup := lower[strings.ToLower(name)]; dup {
+			return nil, invalid("NewSchema", m.Name, "fields %q and %q both map to column %q", other, f.Name, name)
+		}
+		lower[strings.ToLower(name)] = f.Name
+		t.Columns = append(t.Columns, Column{Name: name, Field: f})
+		t.byField[f.Name] = i
+		t.byColumn[name] = i
+	}
+	return t, nil
+}
+
+// snake turns lastRequest into last_request and rateLimitTimeWindow into
+// rate_limit_time_window; runs of capitals stay together (userID → user_id).
+func snake(s string) string {
+	var b strings.Builder
+	r := []rune(s)
+	for i, c := range r {
+		if unicode.IsUpper(c) {
+			prevLower := i > 0 && (unicode.IsLower(r[i-1]) || unicode.IsDigit(r[i-1]))
+			nextLower := i > 0 && i+1 < len(r) && unicode.IsLower(r[i+1]) && unicode.IsUpper(r[i-1])
+			if prevLower || nextLower {
+				b.WriteByte('_')
+			}
+			b.WriteRune(unicode.ToLower(c))
+			continue
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// Table returns the resolved table of a logical model.
+func (s *Schema) Table(model string) (*Table, bool) {
+	t, ok := s.byName[model]
+	return t, ok
+}
+
+// Tables returns every table, built-in models first, in definition order.
+func (s *Schema) Tables() []*Table { return append([]*Table(nil), s.tables...) }
+
+// Models returns the logical model names, sorted.
+func (s *Schema) Models() []string {
+	names := make([]string, 0, len(s.byName))
+	for n := range s.byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// String describes the schema, for debugging.
+func (s *Schema) String() string {
+	var b strings.Builder
+	for _, t := range s.tables {
+		fmt.Fprintf(&b, "%s(%s)\n", t.Name, strings.Join(t.ColumnNames(), ", "))
+	}
+	return b.String()
+}

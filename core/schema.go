@@ -1,0 +1,93 @@
+package core
+
+// FieldType is the logical type of a field. Each adapter and the generator
+// map it to a column type of its dialect.
+type FieldType uint8
+
+// The field types. Integers are int64 everywhere; times are instants stored
+// in UTC with millisecond precision (timestamptz on PostgreSQL, DATETIME(3) on
+// MySQL, fixed-width ISO-8601 text on SQLite, see [FormatTime]).
+const (
+	TypeString FieldType = iota + 1
+	TypeInt
+	TypeBool
+	TypeTime
+)
+
+var typeNames = [...]string{"", "string", "int", "bool", "time"}
+
+// String returns "string", "int", "bool" or "time".
+func (t FieldType) String() string {
+	if int(t) < len(typeNames) && t != 0 {
+		return typeNames[t]
+	}
+	return "FieldType(?)"
+}
+
+// Field describes one field of a model.
+type Field struct {
+	Name     string    // logical name, such as "lastRequest"
+	Type     FieldType //
+	Primary  bool      // the auto-incrementing integer primary key
+	Nullable bool      // the column accepts NULL
+	Default  any       // value used by Create when the caller gives none; nil for none
+	Unique   bool      // a unique index on this column alone
+	Index    bool      // a plain index on this column alone
+	Size     int       // for strings: the VARCHAR length where the dialect needs one (indexed strings); 0 for unbounded text
+	Comment  string    // what the field holds, for generated code
+}
+
+// Model is a logical model: a name and its fields, the first being the primary key.
+type Model struct {
+	Name    string
+	Fields  []Field
+	Comment string
+}
+
+// The logical names of the two built-in models.
+const (
+	ModelRateLimit = "rateLimit"
+	ModelAPIKey    = "apikey"
+)
+
+// RateLimitModel returns the rateLimit model (SPEC section 5): one counter per
+// key, with the start of its window as epoch milliseconds.
+func RateLimitModel() Model {
+	return Model{Name: ModelRateLimit, Comment: "one rate-limit counter per key", Fields: []Field{
+		{Name: "id", Type: TypeInt, Primary: true},
+		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the limited subject, such as client IP and path"},
+		{Name: "count", Type: TypeInt, Default: int64(0), Comment: "requests counted in the current window"},
+		{Name: "lastRequest", Type: TypeInt, Default: int64(0), Index: true, Comment: "epoch milliseconds: the window start (or the last allowed request with Better Auth semantics)"},
+	}}
+}
+
+// APIKeyModel returns the apikey model (SPEC section 6).
+func APIKeyModel() Model {
+	return Model{Name: ModelAPIKey, Comment: "one API key, stored as its hash", Fields: []Field{
+		{Name: "id", Type: TypeInt, Primary: true},
+		{Name: "configId", Type: TypeString, Default: "default", Index: true, Size: 255, Comment: "which key configuration issued the key"},
+		{Name: "name", Type: TypeString, Nullable: true},
+		{Name: "start", Type: TypeString, Nullable: true, Comment: "the first characters of the key, for display"},
+		{Name: "prefix", Type: TypeString, Nullable: true},
+		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "SHA-256 of the key, base64url without padding"},
+		{Name: "referenceId", Type: TypeString, Index: true, Size: 255, Comment: "the owner of the key, such as a user id"},
+		{Name: "enabled", Type: TypeBool, Default: true},
+		{Name: "rateLimitEnabled", Type: TypeBool, Default: true},
+		{Name: "rateLimitTimeWindow", Type: TypeInt, Nullable: true, Comment: "milliseconds"},
+		{Name: "rateLimitMax", Type: TypeInt, Nullable: true},
+		{Name: "requestCount", Type: TypeInt, Default: int64(0), Comment: "requests counted in the current rate-limit window"},
+		{Name: "remaining", Type: TypeInt, Nullable: true, Comment: "quota left; NULL for unlimited"},
+		{Name: "refillInterval", Type: TypeInt, Nullable: true, Comment: "milliseconds"},
+		{Name: "refillAmount", Type: TypeInt, Nullable: true},
+		{Name: "lastRefillAt", Type: TypeTime, Nullable: true},
+		{Name: "lastRequest", Type: TypeTime, Nullable: true, Comment: "start of the current rate-limit window"},
+		{Name: "expiresAt", Type: TypeTime, Nullable: true},
+		{Name: "createdAt", Type: TypeTime},
+		{Name: "updatedAt", Type: TypeTime},
+		{Name: "permissions", Type: TypeString, Nullable: true, Comment: "JSON"},
+		{Name: "metadata", Type: TypeString, Nullable: true, Comment: "JSON"},
+	}}
+}
+
+// BuiltinModels returns the rateLimit and apikey models, in that order.
+func BuiltinModels() []Model { return []Model{RateLimitModel(), APIKeyModel()} }
