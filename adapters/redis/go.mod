@@ -1,7 +1,19 @@
 module github.com/sluice-go/sluice/adapters/redis
 
-go 1.26
+go 1.26.0
 
-require github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+require (
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
+	golang.org/x/sys v0.48.0 // indirect
+)
 
 replace github.com/sluice-go/sluice/core => ../../core
+
+replace github.com/sluice-go/sluice/adaptertest => ../../adaptertest

@@ -1,0 +1,152 @@
+package sluiceredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Storage implements core.SecondaryStorage and core.BoundedIncrementer.
+type Storage struct {
+	client redis.UniversalClient
+	prefix string
+}
+
+// Option configures [New].
+type Option func(*Storage)
+
+// WithPrefix puts prefix in front of every key, to share a Redis with
+// other applications (default "sluice:").
+func WithPrefix(prefix string) Option { return func(s *Storage) { s.prefix = prefix } }
+
+// New returns a storage on client: a *redis.Client, *redis.ClusterClient or *redis.Ring.
+func New(client redis.UniversalClient, opts ...Option) (*Storage, error) {
+	if client == nil {
+		return nil, fmt.Errorf("sluiceredis: %w: nil client", core.ErrInvalid)
+	}
+	s := &Storage{client: client, prefix: "sluice:"}
+	for _, o := range opts {
+		o(s)
+	}
+	return s, nil
+}
+
+// Client returns the Redis client, as an escape hatch.
+func (s *Storage) Client() redis.UniversalClient { return s.client }
+
+// Unwrap returns the Redis client.
+func (s *Storage) Unwrap() any { return s.client }
+
+// Get returns the value at key.
+func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
+	v, err := s.client.Get(ctx, s.prefix+key).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("sluiceredis: get: %w", err)
+	}
+	return v, true, nil
+}
+
+// Set stores value at key; ttl 0 means no expiry, otherwise it must be a
+// positive whole number of seconds.
+func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if ttl != 0 {
+		if err := checkTTL(ttl); err != nil {
+			return err
+		}
+	}
+	if err := s.client.Set(ctx, s.prefix+key, value, ttl).Err(); err != nil {
+		return fmt.Errorf("sluiceredis: set: %w", err)
+	}
+	return nil
+}
+
+// Delete removes key.
+func (s *Storage) Delete(ctx context.Context, key string) error {
+	if err := s.client.Del(ctx, s.prefix+key).Err(); err != nil {
+		return fmt.Errorf("sluiceredis: delete: %w", err)
+	}
+	return nil
+}
+
+// incrementScript adds ARGV[1] and sets the expiry (ARGV[2] seconds) only
+// when the counter has none, that is when this call created it. It returns
+// the new value and the time left in milliseconds.
+var incrementScript = redis.NewScript(`
+local v = redis.call('INCRBY', KEYS[1], ARGV[1])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  ttl = tonumber(ARGV[2]) * 1000
+end
+return {v, ttl}
+`)
+
+// boundedScript adds ARGV[1] only when the result stays at or below
+// ARGV[2]; otherwise it changes nothing. It returns the value, the time
+// left in milliseconds (-2 when there is no counter), and 1 or 0.
+var boundedScript = redis.NewScript(`
+local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
+local by = tonumber(ARGV[1])
+if cur + by > tonumber(ARGV[2]) then
+  return {cur, redis.call('PTTL', KEYS[1]), 0}
+end
+local v = redis.call('INCRBY', KEYS[1], by)
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl < 0 then
+  redis.call('EXPIRE', KEYS[1], ARGV[3])
+  ttl = tonumber(ARGV[3]) * 1000
+end
+return {v, ttl, 1}
+`)
+
+// Increment adds by to the counter at key, creating it with ttl. The
+// expiry of an existing counter is never extended. ttl must be a positive
+// whole number of seconds.
+func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+	if err := checkTTL(ttl); err != nil {
+		return core.Counter{}, err
+	}
+	res, err := incrementScript.Run(ctx, s.client, []string{s.prefix + key}, by, int64(ttl/time.Second)).Int64Slice()
+	if err != nil {
+		return core.Counter{}, fmt.Errorf("sluiceredis: increment: %w", err)
+	}
+	return core.Counter{Value: res[0], TTL: time.Duration(res[1]) * time.Millisecond}, nil
+}
+
+// IncrementBounded adds by only when the counter stays at or below max, in
+// one script; a refused increment changes nothing.
+func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+	if err := checkTTL(ttl); err != nil {
+		return core.Counter{}, false, err
+	}
+	res, err := boundedScript.Run(ctx, s.client, []string{s.prefix + key}, by, max, int64(ttl/time.Second)).Int64Slice()
+	if err != nil {
+		return core.Counter{}, false, fmt.Errorf("sluiceredis: increment: %w", err)
+	}
+	c := core.Counter{Value: res[0]}
+	if res[1] > 0 {
+		c.TTL = time.Duration(res[1]) * time.Millisecond
+	}
+	return c, res[2] == 1, nil
+}
+
+// checkTTL refuses, before any I/O, a TTL Redis cannot keep exactly.
+func checkTTL(ttl time.Duration) error {
+	if ttl <= 0 || ttl%time.Second != 0 {
+		return fmt.Errorf("sluiceredis: %w: ttl %v is not a positive whole number of seconds", core.ErrInvalid, ttl)
+	}
+	return nil
+}
+
+var (
+	_ core.SecondaryStorage   = (*Storage)(nil)
+	_ core.BoundedIncrementer = (*Storage)(nil)
+)
