@@ -23,6 +23,7 @@ var timeLayouts = []string{
 	TimeLayout,
 	time.RFC3339Nano,
 	"2006-01-02 15:04:05.999999999-07:00",
+	"2006-01-02 15:04:05.999999999-07", // PostgreSQL's text form: +00, not +00:00
 	"2006-01-02 15:04:05.999999999Z07:00",
 	"2006-01-02 15:04:05.999999999 -0700 MST",
 	"2006-01-02T15:04:05.999999999",
@@ -84,10 +85,14 @@ func toInt64(v any) (int64, error) {
 		}
 		return int64(x), nil
 	case float64:
-		if x != math.Trunc(x) || x > math.MaxInt64 || x < math.MinInt64 {
+		// 1<<63 is exact as a float64 while MaxInt64 is not: float64(MaxInt64)
+		// rounds up to 1<<63, which int64 cannot hold.
+		if x != math.Trunc(x) || x >= 1<<63 || x < -(1<<63) {
 			return 0, fmt.Errorf("%v is not an integer", x)
 		}
 		return int64(x), nil
+	case float32:
+		return toInt64(float64(x))
 	case []byte:
 		return strconv.ParseInt(string(x), 10, 64)
 	case string:
@@ -154,7 +159,11 @@ func toStorage(f Field, v any) (any, error) {
 	case TypeInt:
 		switch v.(type) {
 		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
-			return toInt64(v)
+			n, err := toInt64(v)
+			if err != nil {
+				return nil, fmt.Errorf("field %q: %w", f.Name, err)
+			}
+			return n, nil
 		}
 	case TypeString:
 		if s, ok := v.(string); ok {

@@ -145,13 +145,19 @@ func (db *DB) Create(ctx context.Context, model string, values map[string]any) (
 		return nil, err
 	}
 	for _, c := range t.Columns {
-		if _, given := values[c.Field.Name]; given || c.Field.Primary || c.Field.Nullable {
+		if _, given := values[c.Field.Name]; given || c.Field.Primary {
 			continue
 		}
 		if c.Field.Default == nil {
-			return nil, invalid(op, model, "field %q is required", c.Field.Name)
+			if !c.Field.Nullable {
+				return nil, invalid(op, model, "field %q is required", c.Field.Name)
+			}
+			continue
 		}
-		v, _ := toStorage(c.Field, c.Field.Default)
+		v, err := toStorage(c.Field, c.Field.Default) // checked by NewSchema
+		if err != nil {
+			return nil, invalid(op, model, "default of %v", err)
+		}
 		set = append(set, Assignment{Column: c.Name, Value: v})
 	}
 	rec, err := db.adapter.Create(ctx, t, set)

@@ -27,7 +27,8 @@ type Naming struct {
 	Preset Preset
 	// Plural appends "s" to every table name that is not overridden.
 	Plural bool
-	// Tables overrides table names: logical model name → table name.
+	// Tables overrides table names: logical model name → table name. An
+	// override must be a valid identifier; "" is refused.
 	Tables map[string]string
 	// Columns overrides column names: logical model → logical field → column.
 	Columns map[string]map[string]string
@@ -160,14 +161,22 @@ func checkModel(m Model) error {
 		if i > 0 && f.Primary {
 			return invalid("NewSchema", m.Name, "field %q: only the first field may be the primary key", f.Name)
 		}
+		if f.Default != nil {
+			if v, err := toStorage(f, f.Default); err != nil || v == nil {
+				return invalid("NewSchema", m.Name, "field %q: the default %#v does not fit a %s field", f.Name, f.Default, f.Type)
+			}
+		}
 	}
 	return nil
 }
 
 func resolve(m Model, n Naming) (*Table, error) {
 	t := &Table{Model: m.Name, Comment: m.Comment, byField: map[string]int{}, byColumn: map[string]int{}}
-	t.Name = n.Tables[m.Name]
-	if t.Name == "" {
+	// An override set to "" is refused below rather than ignored: it is
+	// more likely a mistake than a request for the default.
+	name, overridden := n.Tables[m.Name]
+	t.Name = name
+	if !overridden {
 		t.Name = m.Name
 		if n.Preset == SnakeCase {
 			t.Name = snake(m.Name)
@@ -181,8 +190,8 @@ func resolve(m Model, n Naming) (*Table, error) {
 	}
 	lower := map[string]string{}
 	for i, f := range m.Fields {
-		name := n.Columns[m.Name][f.Name]
-		if name == "" {
+		name, overridden := n.Columns[m.Name][f.Name]
+		if !overridden {
 			name = f.Name
 			if n.Preset == SnakeCase {
 				name = snake(f.Name)

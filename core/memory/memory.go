@@ -2,15 +2,23 @@
 // guarded by its own mutex. It implements IncrementOne natively and
 // transactions, and serves unit tests, examples and the demo.
 //
-// Transactions are not isolated: each operation inside one applies at once,
-// and a rollback undoes the transaction's own writes. That is enough for
-// the IncrementOne fallback, whose guarded write never relies on isolation,
-// and it keeps races observable in tests.
+// Transactions behave like a database's at READ UNCOMMITTED: each write
+// applies at once and is visible to every reader, and a rollback undoes
+// the transaction's own writes. Like a database, a transaction holds a
+// write lock on every row it creates, changes or deletes until it ends:
+// any other write to such a row waits, then evaluates its where clauses
+// again, so a rollback never undoes someone else's write and a transaction
+// reads back what it wrote. Two transactions that would wait for each
+// other fail with a deadlock error, as on PostgreSQL or MySQL. Reads never
+// wait, which keeps races observable in tests: that is enough for the
+// IncrementOne fallback, whose guarded write never relies on isolation.
 package memory
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -24,12 +32,15 @@ type Memory struct {
 	mu     sync.Mutex // guards tables
 	tables map[string]*table
 	calls  atomic.Int64
+	graph  sync.Mutex // guards every journal's waitingFor
 }
 
 type table struct {
 	mu     sync.Mutex
 	rows   map[int64]core.Record
 	nextID int64
+	locks  map[int64]*journal // row id → the transaction holding its write lock
+	freed  sync.Cond          // on mu: broadcast when row locks are released
 }
 
 // New returns an empty in-memory store. Tables are created on first use.
@@ -78,7 +89,8 @@ func (m *Memory) table(name string) *table {
 	defer m.mu.Unlock()
 	tb, ok := m.tables[name]
 	if !ok {
-		tb = &table{rows: map[int64]core.Record{}}
+		tb = &table{rows: map[int64]core.Record{}, locks: map[int64]*journal{}}
+		tb.freed.L = &tb.mu
 		m.tables[name] = tb
 	}
 	return tb
@@ -102,10 +114,10 @@ func (m *Memory) Create(ctx context.Context, t *core.Table, values []core.Assign
 		return nil, err
 	}
 	defer tb.mu.Unlock()
-	return tb.insert(t, values, nil)
+	return m.insert(ctx, tb, t, values, nil)
 }
 
-func (tb *table) insert(t *core.Table, values []core.Assignment, undo *journal) (core.Record, error) {
+func (m *Memory) insert(ctx context.Context, tb *table, t *core.Table, values []core.Assignment, undo *journal) (core.Record, error) {
 	pk := t.PrimaryKey().Name
 	rec := core.Record{}
 	for _, c := range t.Columns {
@@ -121,6 +133,11 @@ func (tb *table) insert(t *core.Table, values []core.Assignment, undo *journal) 
 		tb.nextID = id
 	}
 	id := rec[pk].(int64)
+	// An explicit id may belong to a row another transaction deleted and
+	// may yet restore.
+	if _, err := m.lockRows(ctx, tb, undo, func() []int64 { return []int64{id} }); err != nil {
+		return nil, err
+	}
 	if _, taken := tb.rows[id]; taken {
 		return nil, fmt.Errorf("%w: %s.%s = %d", core.ErrConflict, t.Name, pk, id)
 	}
@@ -134,14 +151,45 @@ func (tb *table) insert(t *core.Table, values []core.Assignment, undo *journal) 
 
 // checkUnique refuses rec when another row holds one of its unique values.
 func (tb *table) checkUnique(t *core.Table, rec core.Record) error {
-	pk := t.PrimaryKey().Name
+	return tb.checkUniqueMany(t, map[int64]core.Record{rec[t.PrimaryKey().Name].(int64): rec})
+}
+
+// checkUniqueMany refuses changed rows (id → row as it would be; ids not
+// stored yet are inserts) when two rows would then share a unique value.
+func (tb *table) checkUniqueMany(t *core.Table, changed map[int64]core.Record) error {
 	for _, c := range t.Columns {
-		if !c.Field.Unique || rec[c.Name] == nil {
+		if !c.Field.Unique {
 			continue
 		}
-		for id, other := range tb.rows {
-			if id != rec[pk].(int64) && equal(other[c.Name], rec[c.Name]) {
+		seen := map[any]bool{}
+		check := func(rec core.Record) error {
+			v := rec[c.Name]
+			if v == nil {
+				return nil // NULLs never collide
+			}
+			if tm, ok := v.(time.Time); ok {
+				v = tm.UnixNano() // equal instants, whatever the location
+			}
+			if seen[v] {
 				return fmt.Errorf("%w: %s.%s = %v", core.ErrConflict, t.Name, c.Name, rec[c.Name])
+			}
+			seen[v] = true
+			return nil
+		}
+		for id, rec := range tb.rows {
+			if next, ok := changed[id]; ok {
+				rec = next
+			}
+			if err := check(rec); err != nil {
+				return err
+			}
+		}
+		for id, rec := range changed {
+			if _, stored := tb.rows[id]; stored {
+				continue
+			}
+			if err := check(rec); err != nil {
+				return err
 			}
 		}
 	}
@@ -173,7 +221,8 @@ func (m *Memory) FindOne(ctx context.Context, t *core.Table, where []core.Where)
 	return nil, nil
 }
 
-// FindMany returns the matching rows, sorted and paged by opts.
+// FindMany returns the matching rows, sorted and paged by opts. NULLs sort
+// first in ascending order and last in descending order.
 func (m *Memory) FindMany(ctx context.Context, t *core.Table, where []core.Where, opts core.FindOptions) ([]core.Record, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
@@ -186,8 +235,9 @@ func (m *Memory) FindMany(ctx context.Context, t *core.Table, where []core.Where
 		out = append(out, clone(tb.rows[id]))
 	}
 	if opts.SortBy != "" {
+		// Stable, so ties keep primary-key order.
 		sort.SliceStable(out, func(i, j int) bool {
-			c, _ := compare(out[i][opts.SortBy], out[j][opts.SortBy])
+			c := sortOrder(out[i][opts.SortBy], out[j][opts.SortBy])
 			if opts.Desc {
 				return c > 0
 			}
@@ -220,31 +270,49 @@ func (m *Memory) increment(ctx context.Context, t *core.Table, where []core.Wher
 		return nil, err
 	}
 	defer tb.mu.Unlock()
-	ids := tb.matching(where)
-	if len(ids) == 0 {
-		return nil, nil
+	ids, err := m.lockRows(ctx, tb, undo, func() []int64 {
+		ids := tb.matching(where)
+		return ids[:min(len(ids), 1)]
+	})
+	if err != nil || len(ids) == 0 {
+		return nil, err
 	}
 	return tb.write(t, ids[0], inc, set, undo)
 }
 
-// write changes one row in place, refusing a unique conflict with no change made.
+// write changes one row in place, refusing a unique conflict or an
+// overflow with no change made.
 func (tb *table) write(t *core.Table, id int64, inc []core.Delta, set []core.Assignment, undo *journal) (core.Record, error) {
-	old := tb.rows[id]
-	rec := clone(old)
-	for _, d := range inc {
-		if rec[d.Column] != nil {
-			rec[d.Column] = rec[d.Column].(int64) + d.By
-		}
-	}
-	for _, a := range set {
-		rec[a.Column] = a.Value
+	rec, err := tb.next(t, id, inc, set)
+	if err != nil {
+		return nil, err
 	}
 	if err := tb.checkUnique(t, rec); err != nil {
 		return nil, err
 	}
+	undo.add(t.Name, id, tb.rows[id])
 	tb.rows[id] = rec
-	undo.add(t.Name, id, old)
 	return clone(rec), nil
+}
+
+// next returns row id as the write would leave it, without storing it.
+func (tb *table) next(t *core.Table, id int64, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	rec := clone(tb.rows[id])
+	for _, d := range inc {
+		if rec[d.Column] == nil {
+			continue // NULL + delta stays NULL, as in SQL
+		}
+		cur := rec[d.Column].(int64)
+		// A database refuses an out-of-range result rather than wrapping it.
+		if (d.By > 0 && cur > math.MaxInt64-d.By) || (d.By < 0 && cur < math.MinInt64-d.By) {
+			return nil, fmt.Errorf("%s.%s: %d + %d overflows int64", t.Name, d.Column, cur, d.By)
+		}
+		rec[d.Column] = cur + d.By
+	}
+	for _, a := range set {
+		rec[a.Column] = a.Value
+	}
+	return rec, nil
 }
 
 // UpdateMany sets columns on every matching row.
@@ -258,11 +326,26 @@ func (m *Memory) updateMany(ctx context.Context, t *core.Table, where []core.Whe
 		return 0, err
 	}
 	defer tb.mu.Unlock()
-	ids := tb.matching(where)
+	ids, err := m.lockRows(ctx, tb, undo, func() []int64 { return tb.matching(where) })
+	if err != nil {
+		return 0, err
+	}
+	// Check every row before changing any, so that a unique conflict leaves
+	// the table as it was, like a single SQL statement.
+	recs := make(map[int64]core.Record, len(ids))
 	for _, id := range ids {
-		if _, err := tb.write(t, id, nil, set, undo); err != nil {
+		rec, err := tb.next(t, id, nil, set)
+		if err != nil {
 			return 0, err
 		}
+		recs[id] = rec
+	}
+	if err := tb.checkUniqueMany(t, recs); err != nil {
+		return 0, err
+	}
+	for _, id := range ids {
+		undo.add(t.Name, id, tb.rows[id])
+		tb.rows[id] = recs[id]
 	}
 	return int64(len(ids)), nil
 }
@@ -284,9 +367,15 @@ func (m *Memory) deleteRows(ctx context.Context, t *core.Table, where []core.Whe
 		return 0, err
 	}
 	defer tb.mu.Unlock()
-	ids := tb.matching(where)
-	if limit >= 0 && len(ids) > limit {
-		ids = ids[:limit]
+	ids, err := m.lockRows(ctx, tb, undo, func() []int64 {
+		ids := tb.matching(where)
+		if limit >= 0 && len(ids) > limit {
+			ids = ids[:limit]
+		}
+		return ids
+	})
+	if err != nil {
+		return 0, err
 	}
 	for _, id := range ids {
 		undo.add(t.Name, id, tb.rows[id])
@@ -316,11 +405,84 @@ func (m *Memory) transaction(ctx context.Context, fn func(context.Context, core.
 	if native {
 		a = txIncrementer{tx}
 	}
+	committed := false
+	// Deferred so that a panicking fn still rolls back and frees its rows.
+	defer func() { tx.undo.finish(m, !committed) }()
 	if err := fn(ctx, a); err != nil {
-		tx.undo.rollback(m)
 		return err
 	}
+	committed = true
 	return nil
+}
+
+// errDeadlock is returned to a transaction whose write would wait, directly
+// or through others, for a row lock that it holds itself.
+var errDeadlock = errors.New("memory: deadlock: transactions wait for each other's rows")
+
+// errEnded is returned by a transaction adapter used after its transaction.
+var errEnded = errors.New("memory: the transaction has ended")
+
+// lockRows returns the rows a write targets, once no other transaction
+// holds a write lock on any of them, and locks them for undo's transaction
+// (a write outside a transaction, undo == nil, takes no lock). It is called
+// with tb.mu held and releases it while it waits; target is evaluated again
+// after each wait, as a database evaluates a guard again once the row lock
+// it waited for is released.
+func (m *Memory) lockRows(ctx context.Context, tb *table, undo *journal, target func() []int64) ([]int64, error) {
+	if undo.ended() {
+		return nil, errEnded
+	}
+	for {
+		ids := target()
+		var owner *journal
+		for _, id := range ids {
+			if o := tb.locks[id]; o != nil && o != undo {
+				owner = o
+				break
+			}
+		}
+		if owner == nil {
+			for _, id := range ids {
+				if undo != nil && tb.locks[id] == nil {
+					tb.locks[id] = undo
+					undo.hold(tb, id)
+				}
+			}
+			return ids, nil
+		}
+		if err := m.wait(ctx, tb, undo, owner); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// wait blocks, with tb.mu held, until some row lock of tb is released or
+// ctx ends. self (nil outside a transaction) is about to wait for owner.
+func (m *Memory) wait(ctx context.Context, tb *table, self, owner *journal) error {
+	if self != nil {
+		m.graph.Lock()
+		for o := owner; o != nil; o = o.waitingFor {
+			if o == self {
+				m.graph.Unlock()
+				return errDeadlock
+			}
+		}
+		self.waitingFor = owner
+		m.graph.Unlock()
+		defer func() {
+			m.graph.Lock()
+			self.waitingFor = nil
+			m.graph.Unlock()
+		}()
+	}
+	stop := context.AfterFunc(ctx, func() {
+		tb.mu.Lock()
+		tb.freed.Broadcast()
+		tb.mu.Unlock()
+	})
+	tb.freed.Wait()
+	stop()
+	return ctx.Err()
 }
 
 func clone(r core.Record) core.Record {
@@ -382,6 +544,21 @@ func compare(a, b any) (int, bool) {
 		return x.Compare(y), true
 	}
 	return 0, false
+}
+
+// sortOrder orders values for FindMany: NULL comes before every value, as
+// in MySQL and SQLite (PostgreSQL puts it last), so that the order is total.
+func sortOrder(a, b any) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	c, _ := compare(a, b)
+	return c
 }
 
 func matches(rec core.Record, where []core.Where) bool {

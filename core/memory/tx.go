@@ -7,10 +7,20 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// journal records what a transaction changed, so a rollback can undo it.
+// journal is a transaction's state: what it changed, so a rollback can
+// undo it, and the row locks it holds. A nil *journal stands for a write
+// outside any transaction.
 type journal struct {
-	mu      sync.Mutex
-	entries []undoEntry
+	mu         sync.Mutex
+	entries    []undoEntry
+	held       []heldLock
+	done       bool
+	waitingFor *journal // guarded by Memory.graph: the transaction this one waits for
+}
+
+type heldLock struct {
+	tb *table
+	id int64
 }
 
 type undoEntry struct {
@@ -28,12 +38,53 @@ func (j *journal) add(table string, id int64, old core.Record) {
 	j.mu.Unlock()
 }
 
-// rollback restores the rows in reverse order of change.
-func (j *journal) rollback(m *Memory) {
+// hold records a row lock; the caller holds tb.mu and has set tb.locks[id].
+func (j *journal) hold(tb *table, id int64) {
+	j.mu.Lock()
+	j.held = append(j.held, heldLock{tb, id})
+	j.mu.Unlock()
+}
+
+func (j *journal) ended() bool {
+	if j == nil {
+		return false
+	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	for i := len(j.entries) - 1; i >= 0; i-- {
-		e := j.entries[i]
+	return j.done
+}
+
+// finish ends the transaction: a rollback first restores the rows it
+// changed, while it still holds their locks; then every lock is released
+// and the writers waiting for them wake.
+func (j *journal) finish(m *Memory, rollback bool) {
+	if rollback {
+		j.rollback(m)
+	}
+	j.mu.Lock()
+	j.done = true
+	held := j.held
+	j.held = nil
+	j.mu.Unlock()
+	for _, h := range held {
+		h.tb.mu.Lock()
+		if h.tb.locks[h.id] == j {
+			delete(h.tb.locks, h.id)
+		}
+		h.tb.freed.Broadcast()
+		h.tb.mu.Unlock()
+	}
+}
+
+// rollback restores the rows in reverse order of change.
+// j.mu is not held while a table is locked: writes take them the other way round.
+func (j *journal) rollback(m *Memory) {
+	j.mu.Lock()
+	entries := j.entries
+	j.entries = nil
+	j.mu.Unlock()
+	for i := len(entries) - 1; i >= 0; i-- {
+		e := entries[i]
 		tb := m.table(e.table)
 		tb.mu.Lock()
 		if e.old == nil {
@@ -43,7 +94,6 @@ func (j *journal) rollback(m *Memory) {
 		}
 		tb.mu.Unlock()
 	}
-	j.entries = nil
 }
 
 // txAdapter is the adapter handed to a transaction's function.
@@ -58,7 +108,7 @@ func (tx *txAdapter) Create(ctx context.Context, t *core.Table, values []core.As
 		return nil, err
 	}
 	defer tb.mu.Unlock()
-	return tb.insert(t, values, tx.undo)
+	return tx.m.insert(ctx, tb, t, values, tx.undo)
 }
 
 func (tx *txAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {

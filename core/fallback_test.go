@@ -1,0 +1,454 @@
+package core_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+)
+
+// decrement is the guarded decrement of the race tests: take one unit of
+// the counter only while some are left.
+var decrement = core.IncrementRequest{
+	Model:     core.ModelRateLimit,
+	Where:     []core.Where{core.Eq("key", "k"), core.Gt("count", 0)},
+	Increment: map[string]int64{"count": -1},
+}
+
+// TestFallbackRace releases 64 goroutines at once on a counter of 10: exactly
+// 10 take a unit and the counter ends at 0, whichever path does the work.
+func TestFallbackRace(t *testing.T) {
+	const callers, start = 64, 10
+	type path struct {
+		name       string
+		db         func(t *testing.T, m *memory.Memory) *core.DB
+		native     bool
+		increments func() int64 // native IncrementOne calls, or nil when not observable
+		txs        func() int64 // transactions, or nil when not observable
+	}
+	paths := []func() path{
+		func() path {
+			var c *txCounter
+			return path{name: "adapter without IncrementOne", db: func(t *testing.T, m *memory.Memory) *core.DB {
+				c = &txCounter{Adapter: m.WithoutIncrementOne()}
+				return mustNew(t, c)
+			}, txs: func() int64 { return c.transactions.Load() }}
+		},
+		func() path {
+			var s *spy
+			return path{name: "WithFallback", db: func(t *testing.T, m *memory.Memory) *core.DB {
+				s = &spy{Memory: m}
+				return mustNew(t, s, core.WithFallback())
+			}, increments: func() int64 { return s.increments.Load() }, txs: func() int64 { return s.transactions.Load() }}
+		},
+		func() path {
+			var s *spy
+			return path{name: "native", native: true, db: func(t *testing.T, m *memory.Memory) *core.DB {
+				s = &spy{Memory: m}
+				return mustNew(t, s)
+			}, increments: func() int64 { return s.increments.Load() }, txs: func() int64 { return s.transactions.Load() }}
+		},
+	}
+	for _, mk := range paths {
+		p := mk()
+		t.Run(p.name, func(t *testing.T) {
+			m := memory.New()
+			db := p.db(t, m)
+			if db.NativeIncrement() != p.native {
+				t.Fatalf("NativeIncrement() = %v, want %v", db.NativeIncrement(), p.native)
+			}
+			r := raceDecrement(t, db, callers, start)
+			if r.taken != start {
+				t.Errorf("%d callers took a unit, want exactly %d", r.taken, start)
+			}
+			if r.final != 0 {
+				t.Errorf("final count %d, want 0", r.final)
+			}
+			if r.failed != 0 {
+				t.Errorf("%d calls failed with an error other than ErrContention", r.failed)
+			}
+			if r.badRow != nil {
+				t.Errorf("a winner saw the row %v", r.badRow)
+			}
+			// Each winner gets back the row as its own write left it.
+			for n := range int64(start) {
+				if r.seen[n] != 1 {
+					t.Errorf("%d winners saw count %d, want exactly 1", r.seen[n], n)
+				}
+			}
+			contended := r.contended
+			if p.native {
+				if got := p.increments(); got != callers {
+					t.Errorf("%d native IncrementOne calls, want %d", got, callers)
+				}
+				if contended != 0 || p.txs() != 0 {
+					t.Errorf("native path: %d contention errors, %d transactions", contended, p.txs())
+				}
+				return
+			}
+			if p.increments != nil && p.increments() != 0 {
+				t.Errorf("the native IncrementOne ran %d times under the fallback", p.increments())
+			}
+			// Each caller runs at least one transaction; losers run more.
+			if got := p.txs(); got < callers {
+				t.Errorf("%d fallback transactions for %d callers", got, callers)
+			}
+			t.Logf("%d taken, %d missed, %d gave up with ErrContention, %d transactions",
+				r.taken, r.missed, r.contended, p.txs())
+		})
+	}
+}
+
+// raceResult is what raceDecrement observed.
+type raceResult struct {
+	taken, missed, contended, failed int64
+	final                            int64         // the counter after the race
+	badRow                           core.Row      // a winner's row that cannot be right, if any
+	seen                             map[int64]int // count after the write → winners who saw it
+}
+
+// raceDecrement creates a counter at start and releases callers goroutines
+// at once on the guarded decrement.
+func raceDecrement(t *testing.T, db *core.DB, callers int, start int64) raceResult {
+	t.Helper()
+	ctx := context.Background()
+	mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": start})
+	var taken, missed, contended, failed atomic.Int64
+	var badRow atomic.Value
+	var mu sync.Mutex
+	seen := map[int64]int{}
+	release(callers, func(int) {
+		row, ok, err := db.IncrementOne(ctx, decrement)
+		switch {
+		case errors.Is(err, core.ErrContention):
+			contended.Add(1)
+		case err != nil:
+			failed.Add(1)
+			t.Errorf("IncrementOne: %v", err)
+		case ok:
+			taken.Add(1)
+			n := row.Int("count")
+			if n < 0 || n >= start || row.Text("key") != "k" {
+				badRow.Store(row)
+			}
+			mu.Lock()
+			seen[n]++
+			mu.Unlock()
+		default:
+			missed.Add(1)
+		}
+	})
+	r := raceResult{taken: taken.Load(), missed: missed.Load(), contended: contended.Load(), failed: failed.Load(), seen: seen}
+	if got := r.taken + r.missed + r.contended + r.failed; got != int64(callers) {
+		t.Errorf("%d outcomes for %d callers", got, callers)
+	}
+	r.final = mustFind(t, db, core.ModelRateLimit, core.Eq("key", "k")).Int("count")
+	r.badRow, _ = badRow.Load().(core.Row)
+	return r
+}
+
+// naive is a deliberately broken IncrementOne: it reads the row, then
+// writes the value read plus the delta by primary key, with no guard. It
+// proves that raceDecrement can see a lost update.
+type naive struct{ *memory.Memory }
+
+func (n naive) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	cur, err := n.Memory.FindOne(ctx, t, where)
+	if err != nil || cur == nil {
+		return nil, err
+	}
+	runtime.Gosched()
+	write := append([]core.Assignment(nil), set...)
+	for _, d := range inc {
+		write = append(write, core.Assignment{Column: d.Column, Value: cur[d.Column].(int64) + d.By})
+	}
+	pk := t.PrimaryKey().Name
+	return n.Memory.Update(ctx, t, []core.Where{core.Eq(pk, cur[pk])}, write)
+}
+
+// TestRaceHarnessCatchesALostUpdate runs the race against the naive
+// adapter until it over-admits: a race test that cannot fail proves nothing.
+func TestRaceHarnessCatchesALostUpdate(t *testing.T) {
+	const tries = 50
+	for i := range tries {
+		db := mustNew(t, naive{memory.New()})
+		if r := raceDecrement(t, db, 64, 10); r.taken != 10 || r.final != 0 {
+			t.Logf("try %d: the naive adapter let %d callers through, final count %d", i+1, r.taken, r.final)
+			return
+		}
+	}
+	t.Fatalf("in %d tries the race never caught the naive adapter's lost updates", tries)
+}
+
+// losing is an adapter on which the fallback always loses: FindOne finds the
+// row, and the guarded UpdateMany always reports that nothing matched, as if
+// another writer always got there first.
+type losing struct {
+	core.Adapter // the memory store holding the row
+	attempts     atomic.Int64
+	updates      atomic.Int64
+	cancelAt     int64 // cancel ctx during this update; 0 for never
+	cancel       context.CancelFunc
+}
+
+func (l *losing) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	l.attempts.Add(1)
+	return fn(ctx, l)
+}
+
+func (l *losing) UpdateMany(context.Context, *core.Table, []core.Where, []core.Assignment) (int64, error) {
+	if n := l.updates.Add(1); n == l.cancelAt {
+		l.cancel()
+	}
+	return 0, nil
+}
+
+func newLosing(t *testing.T) (*losing, *core.DB) {
+	t.Helper()
+	m := memory.New()
+	mustCreate(t, mustNew(t, m), core.ModelRateLimit, map[string]any{"key": "k", "count": 10})
+	l := &losing{Adapter: m}
+	return l, mustNew(t, l)
+}
+
+func TestFallbackContention(t *testing.T) {
+	l, db := newLosing(t)
+	if db.NativeIncrement() {
+		t.Fatal("the losing adapter should use the fallback")
+	}
+	req := decrement
+	req.Set = map[string]any{"lastRequest": 99}
+	_, ok, err := db.IncrementOne(context.Background(), req)
+	if ok || !errors.Is(err, core.ErrContention) {
+		t.Fatalf("IncrementOne = %v, %v; want ErrContention", ok, err)
+	}
+	if core.FallbackAttempts != 5 {
+		t.Errorf("FallbackAttempts = %d, want 5", core.FallbackAttempts)
+	}
+	if a, u := l.attempts.Load(), l.updates.Load(); a != 5 || u != 5 {
+		t.Errorf("%d transactions and %d guarded writes, want exactly 5 of each", a, u)
+	}
+	wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
+	if !strings.Contains(err.Error(), "contention") || !strings.Contains(err.Error(), "5 times") {
+		t.Errorf("message %q should say contention after 5 attempts", err)
+	}
+	row := mustFind(t, db, core.ModelRateLimit, core.Eq("key", "k"))
+	if row.Int("count") != 10 || row.Int("lastRequest") != 0 {
+		t.Errorf("row changed after contention: %v", row)
+	}
+}
+
+func TestFallbackContext(t *testing.T) {
+	t.Run("cancelled during the second attempt", func(t *testing.T) {
+		l, db := newLosing(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		l.cancelAt, l.cancel = 2, cancel
+		_, ok, err := db.IncrementOne(ctx, decrement)
+		if ok || !errors.Is(err, context.Canceled) {
+			t.Fatalf("IncrementOne = %v, %v; want context.Canceled", ok, err)
+		}
+		if errors.Is(err, core.ErrContention) {
+			t.Errorf("a cancelled call is not contention: %v", err)
+		}
+		if a := l.attempts.Load(); a != 2 {
+			t.Errorf("%d attempts, want 2: the fallback must stop when the context ends", a)
+		}
+		wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
+	})
+	t.Run("cancelled before the call", func(t *testing.T) {
+		l, db := newLosing(t)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, _, err := db.IncrementOne(ctx, decrement)
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err = %v, want context.Canceled", err)
+		}
+		if a := l.attempts.Load(); a != 0 {
+			t.Errorf("%d attempts on a cancelled context", a)
+		}
+	})
+	t.Run("deadline on the memory store", func(t *testing.T) {
+		m := memory.New()
+		db := mustNew(t, m.WithoutIncrementOne())
+		mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 10})
+		ctx, cancel := context.WithTimeout(context.Background(), 0)
+		defer cancel()
+		<-ctx.Done()
+		_, _, err := db.IncrementOne(ctx, decrement)
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+		}
+		if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 10 {
+			t.Errorf("count = %d, want 10", row.Int("count"))
+		}
+	})
+}
+
+// breakAfterWrite runs the memory store's transactions but fails the
+// fallback after its guarded write succeeded, when it reads the row back:
+// the transaction must roll the write back.
+type breakAfterWrite struct {
+	core.Adapter
+	fail    func(ctx context.Context) error // the read-back's error
+	written atomic.Int64                    // rows the guarded writes changed
+}
+
+func (b *breakAfterWrite) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return b.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+		return fn(ctx, &breakingTx{Adapter: tx, b: b})
+	})
+}
+
+type breakingTx struct {
+	core.Adapter
+	b       *breakAfterWrite
+	written bool
+}
+
+func (tx *breakingTx) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+	n, err := tx.Adapter.UpdateMany(ctx, t, where, set)
+	tx.b.written.Add(n)
+	tx.written = n > 0
+	return n, err
+}
+
+func (tx *breakingTx) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	if tx.written {
+		return nil, tx.b.fail(ctx)
+	}
+	return tx.Adapter.FindOne(ctx, t, where)
+}
+
+func TestFallbackRollsBackAFailedAttempt(t *testing.T) {
+	cases := []struct {
+		name string
+		fail func(ctx context.Context) error
+		want error
+	}{
+		{"read-back fails", func(context.Context) error { return errBoom }, errBoom},
+		{"context ends after the write", nil, context.Canceled},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := memory.New()
+			b := &breakAfterWrite{Adapter: m.WithoutIncrementOne(), fail: c.fail}
+			db := mustNew(t, b)
+			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 10, "lastRequest": 1})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if c.fail == nil {
+				b.fail = func(ctx context.Context) error { cancel(); return ctx.Err() }
+			}
+			req := decrement
+			req.Set = map[string]any{"lastRequest": 2}
+			_, ok, err := db.IncrementOne(ctx, req)
+			if ok || !errors.Is(err, c.want) {
+				t.Fatalf("IncrementOne = %v, %v; want %v", ok, err, c.want)
+			}
+			wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
+			if b.written.Load() != 1 {
+				t.Fatalf("the guarded write changed %d rows; the test needs it to have written", b.written.Load())
+			}
+			row := mustFind(t, db, core.ModelRateLimit, core.Eq("key", "k"))
+			if row.Int("count") != 10 || row.Int("lastRequest") != 1 {
+				t.Errorf("half-applied: row %v, want count 10 and lastRequest 1", row)
+			}
+		})
+	}
+}
+
+// TestIncrementPaths checks what native and fallback IncrementOne must agree
+// on, one path per subtest.
+func TestIncrementPaths(t *testing.T) {
+	paths := map[string]func(m *memory.Memory) core.Adapter{
+		"native":   func(m *memory.Memory) core.Adapter { return m },
+		"fallback": func(m *memory.Memory) core.Adapter { return m.WithoutIncrementOne() },
+	}
+	ctx := context.Background()
+	for name, adapter := range paths {
+		setup := func(t *testing.T) *core.DB {
+			db := mustNew(t, adapter(memory.New()))
+			if db.NativeIncrement() != (name == "native") {
+				t.Fatalf("NativeIncrement() = %v", db.NativeIncrement())
+			}
+			return db
+		}
+		t.Run(name+"/NULL plus a delta stays NULL", func(t *testing.T) {
+			db := setup(t)
+			mustCreate(t, db, core.ModelAPIKey, apikeyValues("h"))
+			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelAPIKey,
+				Where:     []core.Where{core.Eq("key", "h"), core.IsNull("remaining")},
+				Increment: map[string]int64{"remaining": -1, "requestCount": 1, "rateLimitMax": 5},
+				Set:       map[string]any{"name": "n"}})
+			if err != nil || !ok {
+				t.Fatalf("IncrementOne = %v, %v", ok, err)
+			}
+			if !row.IsNull("remaining") || !row.IsNull("rateLimitMax") || row.Int("requestCount") != 1 || row.Text("name") != "n" {
+				t.Errorf("row after the write: %v", row)
+			}
+			stored := mustFind(t, db, core.ModelAPIKey, core.Eq("key", "h"))
+			if !stored.IsNull("remaining") || stored.Int("requestCount") != 1 {
+				t.Errorf("stored row: %v", stored)
+			}
+		})
+		t.Run(name+"/no match is not an error", func(t *testing.T) {
+			db := setup(t)
+			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 0})
+			row, ok, err := db.IncrementOne(ctx, decrement)
+			if err != nil || ok || row != nil {
+				t.Errorf("IncrementOne = %v, %v, %v; want no match", row, ok, err)
+			}
+			if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 0 {
+				t.Errorf("count = %d", row.Int("count"))
+			}
+		})
+		t.Run(name+"/several rows match, exactly one changes", func(t *testing.T) {
+			db := setup(t)
+			for _, k := range []string{"a", "b", "c"} {
+				mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": k, "count": 1})
+			}
+			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
+				Where: []core.Where{core.Gte("count", 1)}, Increment: map[string]int64{"count": 5}})
+			if err != nil || !ok || row.Int("count") != 6 {
+				t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
+			}
+			if n, _ := db.Count(ctx, core.ModelRateLimit, core.Eq("count", 6)); n != 1 {
+				t.Errorf("%d rows changed, want 1", n)
+			}
+		})
+		t.Run(name+"/set only, and the returned row is the stored one", func(t *testing.T) {
+			db := setup(t)
+			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 3})
+			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
+				Where: []core.Where{core.Eq("key", "k")}, Set: map[string]any{"count": 0, "lastRequest": 42}})
+			if err != nil || !ok || row.Int("count") != 0 || row.Int("lastRequest") != 42 {
+				t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
+			}
+			stored := mustFind(t, db, core.ModelRateLimit)
+			if stored.Int("count") != 0 || stored.Int("lastRequest") != 42 || stored.Int("id") != row.Int("id") {
+				t.Errorf("stored %v, returned %v", stored, row)
+			}
+		})
+		t.Run(name+"/overflow is an error and changes nothing", func(t *testing.T) {
+			db := setup(t)
+			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 1})
+			_, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
+				Where: []core.Where{core.Eq("key", "k")}, Increment: map[string]int64{"count": math.MaxInt64}})
+			if ok || err == nil || !strings.Contains(err.Error(), "overflows") {
+				t.Fatalf("IncrementOne = %v, %v; want an overflow error", ok, err)
+			}
+			wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
+			if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 1 {
+				t.Errorf("count = %d, want 1", row.Int("count"))
+			}
+		})
+	}
+}

@@ -1,0 +1,82 @@
+package core_test
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+func TestWhereConstructors(t *testing.T) {
+	cases := []struct {
+		got  core.Where
+		want core.Where
+	}{
+		{core.Eq("f", 1), core.Where{Field: "f", Op: core.OpEq, Value: 1}},
+		{core.Ne("f", 1), core.Where{Field: "f", Op: core.OpNe, Value: 1}},
+		{core.Lt("f", 1), core.Where{Field: "f", Op: core.OpLt, Value: 1}},
+		{core.Lte("f", 1), core.Where{Field: "f", Op: core.OpLte, Value: 1}},
+		{core.Gt("f", 1), core.Where{Field: "f", Op: core.OpGt, Value: 1}},
+		{core.Gte("f", 1), core.Where{Field: "f", Op: core.OpGte, Value: 1}},
+		{core.In("f", 1, 2), core.Where{Field: "f", Op: core.OpIn, Value: []any{1, 2}}},
+		{core.NotIn("f", "a"), core.Where{Field: "f", Op: core.OpNotIn, Value: []any{"a"}}},
+		{core.IsNull("f"), core.Eq("f", nil)},
+		{core.IsNotNull("f"), core.Ne("f", nil)},
+	}
+	for _, c := range cases {
+		if !reflect.DeepEqual(c.got, c.want) {
+			t.Errorf("got %#v, want %#v", c.got, c.want)
+		}
+	}
+}
+
+func TestNames(t *testing.T) {
+	ops := map[core.Op]string{core.OpEq: "eq", core.OpNe: "ne", core.OpLt: "lt", core.OpLte: "lte", core.OpGt: "gt",
+		core.OpGte: "gte", core.OpIn: "in", core.OpNotIn: "not in", 0: "Op(0)", 42: "Op(42)"}
+	for op, want := range ops {
+		if got := op.String(); got != want {
+			t.Errorf("Op(%d).String() = %q, want %q", uint8(op), got, want)
+		}
+	}
+	types := map[core.FieldType]string{core.TypeString: "string", core.TypeInt: "int", core.TypeBool: "bool",
+		core.TypeTime: "time", 0: "FieldType(?)", 9: "FieldType(?)"}
+	for ft, want := range types {
+		if got := ft.String(); got != want {
+			t.Errorf("FieldType(%d).String() = %q, want %q", uint8(ft), got, want)
+		}
+	}
+}
+
+// TestBuiltinModels pins the parts of SPEC sections 5 and 6 that adapters
+// and the generator rely on.
+func TestBuiltinModels(t *testing.T) {
+	s := core.MustSchema(core.Naming{})
+	check := func(model, field string, typ core.FieldType, nullable, unique, index bool, def any) {
+		t.Helper()
+		tb, _ := s.Table(model)
+		c, ok := tb.Column(field)
+		if !ok {
+			t.Fatalf("%s has no field %q", model, field)
+		}
+		f := c.Field
+		if f.Type != typ || f.Nullable != nullable || f.Unique != unique || f.Index != index || !reflect.DeepEqual(f.Default, def) {
+			t.Errorf("%s.%s = %+v", model, field, f)
+		}
+	}
+	rl, ak := core.ModelRateLimit, core.ModelAPIKey
+	check(rl, "key", core.TypeString, false, true, false, nil)
+	check(rl, "count", core.TypeInt, false, false, false, int64(0))
+	check(rl, "lastRequest", core.TypeInt, false, false, true, int64(0))
+	check(ak, "key", core.TypeString, false, true, false, nil)
+	check(ak, "referenceId", core.TypeString, false, false, true, nil)
+	check(ak, "enabled", core.TypeBool, false, false, false, true)
+	check(ak, "remaining", core.TypeInt, true, false, false, nil)
+	check(ak, "lastRefillAt", core.TypeTime, true, false, false, nil)
+	check(ak, "lastRequest", core.TypeTime, true, false, false, nil)
+	check(ak, "expiresAt", core.TypeTime, true, false, false, nil)
+	check(ak, "createdAt", core.TypeTime, false, false, false, nil)
+	check(ak, "rateLimitTimeWindow", core.TypeInt, true, false, false, nil)
+	if tb, _ := s.Table(ak); len(tb.Columns) != 22 {
+		t.Errorf("apikey has %d fields, want 22", len(tb.Columns))
+	}
+}
