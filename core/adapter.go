@@ -72,7 +72,8 @@ type Adapter interface {
 // When an adapter does not implement Incrementer, [DB] emulates IncrementOne
 // with the adapter's [Transactor]: read one matching row, then update it by
 // primary key, guarded on the original where plus each incremented column
-// equal to the value read; a lost race retries up to 5 times and then fails
+// equal to the value read; a lost race retries, after a short random pause,
+// up to 5 attempts in all, and then fails
 // with [ErrContention]. An adapter with neither interface is refused by [New].
 type Incrementer interface {
 	IncrementOne(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 )
 
 // FallbackAttempts is how many times the transaction fallback tries before
@@ -67,6 +69,9 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, in
 		})
 		switch {
 		case errors.Is(err, errLostRace):
+			if err := backoff(ctx, attempt); err != nil {
+				return nil, err
+			}
 			continue
 		case err != nil:
 			return nil, err
@@ -74,4 +79,26 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, in
 		return out, nil // out is nil when nothing matched: no match
 	}
 	return nil, fmt.Errorf("%w: IncrementOne fallback lost the race %d times", ErrContention, FallbackAttempts)
+}
+
+// fallbackBackoff is the first pause after a lost race; each later pause
+// may be twice as long. Losers that retried at once would meet the same
+// winner's neighbours again, so they spread out at random (full jitter).
+const fallbackBackoff = 500 * time.Microsecond
+
+// backoff waits a random time in [0, fallbackBackoff·2^attempt), or until
+// ctx ends. There is no pause after the last attempt.
+func backoff(ctx context.Context, attempt int) error {
+	if attempt == FallbackAttempts-1 {
+		return nil
+	}
+	d := time.Duration(rand.Int64N(int64(fallbackBackoff) << attempt))
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
 }
