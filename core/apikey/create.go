@@ -1,0 +1,188 @@
+package apikey
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+	"unicode/utf8"
+)
+
+// MaxNameLength bounds a key's name, in characters.
+const MaxNameLength = 255
+
+// CreateParams describes a new key. The zero value of every optional field
+// means "none" or "the default".
+type CreateParams struct {
+	ReferenceID string // required: the owner, such as a user id
+	ConfigID    string // default "default"
+	Name        string
+	// Prefix is prepended to the random part, as in "sk_live_"; up to
+	// MaxPrefixLength letters, digits, '_' or '-'.
+	Prefix    string
+	ExpiresIn time.Duration // 0: never expires
+	// Remaining is the quota; nil means unlimited.
+	Remaining *int64
+	// Refill restores the quota periodically; it needs a quota.
+	Refill Refill
+	// RateLimit is the per-key rate limit; nil means the manager's default
+	// (10 per 24 hours unless [WithDefaultRateLimit] says otherwise).
+	RateLimit   *RateLimit
+	Disabled    bool // create the key disabled
+	Metadata    map[string]any
+	Permissions map[string][]string // resource → actions
+}
+
+// validate checks p and returns the stored key it describes, without the
+// key material.
+func (m *Manager) validate(p CreateParams, now time.Time) (*StoredKey, error) {
+	s := &StoredKey{ConfigID: "default", Enabled: !p.Disabled, CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli()}
+	switch {
+	case p.ReferenceID == "":
+		return nil, invalidf("ReferenceID is required")
+	case len(p.ReferenceID) > 255:
+		return nil, invalidf("ReferenceID is longer than 255 bytes")
+	case len(p.ConfigID) > 255:
+		return nil, invalidf("ConfigID is longer than 255 bytes")
+	case !utf8.ValidString(p.Name) || utf8.RuneCountInString(p.Name) > MaxNameLength:
+		return nil, invalidf("Name must be valid UTF-8 of at most %d characters", MaxNameLength)
+	case p.ExpiresIn < 0:
+		return nil, invalidf("ExpiresIn %v is negative", p.ExpiresIn)
+	case p.ExpiresIn > 0 && p.ExpiresIn < time.Millisecond:
+		return nil, invalidf("ExpiresIn %v is shorter than a millisecond", p.ExpiresIn)
+	case p.Remaining != nil && *p.Remaining < 0:
+		return nil, invalidf("Remaining %d is negative", *p.Remaining)
+	}
+	if err := checkPrefix(p.Prefix); err != nil {
+		return nil, err
+	}
+	s.ReferenceID = p.ReferenceID
+	if p.ConfigID != "" {
+		s.ConfigID = p.ConfigID
+	}
+	if p.Name != "" {
+		s.Name = ptr(p.Name)
+	}
+	if p.Prefix != "" {
+		s.Prefix = ptr(p.Prefix)
+	}
+	if p.ExpiresIn > 0 {
+		s.ExpiresAt = ptr(now.Add(p.ExpiresIn).UnixMilli())
+	}
+	if p.Remaining != nil {
+		s.Remaining = ptr(*p.Remaining)
+	}
+	if err := checkRefill(p.Refill); err != nil {
+		return nil, err
+	}
+	if p.Refill != (Refill{}) {
+		if p.Remaining == nil {
+			return nil, invalidf("Refill needs a quota: set Remaining (a key without Remaining is unlimited)")
+		}
+		s.RefillInterval, s.RefillAmount = ptr(p.Refill.Interval.Milliseconds()), ptr(p.Refill.Amount)
+	}
+	rl := m.o.rateLimit
+	if p.RateLimit != nil {
+		rl = *p.RateLimit
+	}
+	if err := checkRateLimit(rl); err != nil {
+		return nil, err
+	}
+	s.setRateLimit(rl)
+	var err error
+	if s.Metadata, err = encodeJSON("Metadata", p.Metadata); err != nil {
+		return nil, err
+	}
+	if err := checkPermissions(p.Permissions); err != nil {
+		return nil, err
+	}
+	if s.Permissions, err = encodeJSON("Permissions", p.Permissions); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *StoredKey) setRateLimit(rl RateLimit) {
+	s.RateLimitEnabled = rl.Enabled
+	s.RateLimitTimeWindow, s.RateLimitMax = nil, nil
+	if rl.Enabled {
+		s.RateLimitTimeWindow, s.RateLimitMax = ptr(rl.Window.Milliseconds()), ptr(rl.Max)
+	}
+}
+
+func checkRefill(r Refill) error {
+	switch {
+	case r == Refill{}:
+		return nil
+	case r.Interval == 0 || r.Amount == 0:
+		return invalidf("Refill needs both Interval and Amount, or neither (got interval %v, amount %d)", r.Interval, r.Amount)
+	case r.Interval < time.Millisecond || r.Interval%time.Millisecond != 0:
+		return invalidf("Refill.Interval %v must be a positive whole number of milliseconds", r.Interval)
+	case r.Amount < 0:
+		return invalidf("Refill.Amount %d is negative", r.Amount)
+	}
+	return nil
+}
+
+func checkRateLimit(r RateLimit) error {
+	switch {
+	case !r.Enabled:
+		return nil
+	case r.Window < time.Millisecond || r.Window%time.Millisecond != 0:
+		return invalidf("RateLimit.Window %v must be a positive whole number of milliseconds", r.Window)
+	case r.Max < 0:
+		return invalidf("RateLimit.Max %d is negative", r.Max)
+	}
+	return nil
+}
+
+func checkPermissions(p map[string][]string) error {
+	for res, actions := range p {
+		if res == "" {
+			return invalidf("Permissions has an empty resource name")
+		}
+		for _, a := range actions {
+			if a == "" {
+				return invalidf("Permissions[%q] has an empty action", res)
+			}
+		}
+	}
+	return nil
+}
+
+// encodeJSON returns nil for an empty map, so that the column stays NULL.
+func encodeJSON[M ~map[string]V, V any](what string, v M) (*string, error) {
+	if len(v) == 0 {
+		return nil, nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, invalidf("%s cannot be encoded as JSON: %v", what, err)
+	}
+	return ptr(string(b)), nil
+}
+
+// Create makes a new key and returns its plaintext, which is not stored and
+// cannot be recovered, and the key as stored. Invalid parameters fail with
+// an error wrapping [core.ErrInvalid] before anything is written.
+func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string, key *Key, err error) {
+	s, err := m.validate(p, m.now())
+	if err != nil {
+		return "", nil, err
+	}
+	random, err := randomLetters(KeyLength)
+	if err != nil {
+		return "", nil, err
+	}
+	plaintext = p.Prefix + random
+	s.Key, s.Start = Hash(plaintext), ptr(plaintext[:StartLength])
+	if m.store != nil {
+		err = m.store.create(ctx, s)
+	} else {
+		err = m.dbCreate(ctx, s)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	key, err = s.toKey()
+	return plaintext, key, err
+}

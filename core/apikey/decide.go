@@ -1,0 +1,143 @@
+package apikey
+
+// ClaimRequest asks a [Claimer] to verify and consume one key. Every number
+// is a plain count or epoch milliseconds, so that a storage can evaluate it
+// in a server-side script.
+type ClaimRequest struct {
+	Now  int64 // epoch milliseconds, the verifier's clock
+	Cost int64 // units to consume, ≥ 0; 0 checks without writing
+}
+
+// ClaimResult is what a [Claimer] answers.
+type ClaimResult struct {
+	Found      bool      // false: no key is stored under the storage key
+	Code       Code      // "" when the claim was allowed, else the denial
+	TryAgainIn int64     // milliseconds, for CodeRateLimited and for CodeUsageExceeded with a refill
+	Key        StoredKey // the key after the claim (unchanged when denied)
+}
+
+// ApplyClaim is the reference semantics of a claim, applied to k in place:
+// a [Claimer] must answer exactly as ApplyClaim does on the stored key, as
+// one atomic step. k == nil means no key is stored. With now = req.Now,
+// cost = req.Cost and need = max(cost, 1), the rules, in order:
+//
+//  1. !k.Enabled → CodeDisabled.
+//  2. k.ExpiresAt != nil && *k.ExpiresAt ≤ now → CodeExpired.
+//  3. k.Remaining != nil && *k.Remaining < need and the key has no refill
+//     (refillInterval > 0 and refillAmount > 0) → CodeUsageExceeded.
+//  4. Rate limit, when rateLimitEnabled && rateLimitTimeWindow > 0 &&
+//     rateLimitMax != nil (window w, max m):
+//     lastRequest == nil or lastRequest ≤ now − w: a new window; need > m →
+//     CodeRateLimited (TryAgainIn w), else step "reset".
+//     Otherwise requestCount > m − need → CodeRateLimited with TryAgainIn =
+//     lastRequest + w − now; else step "increment".
+//  5. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
+//     now − refillInterval, or, lastRefillAt being nil, when createdAt ≤ now −
+//     refillInterval. Due: refillAmount < need → CodeUsageExceeded, else step
+//     "refill". Not due: *k.Remaining < need → CodeUsageExceeded (TryAgainIn =
+//     time to the next refill, 0 without refill), else step "decrement".
+//  6. Allowed. When cost > 0 the steps are applied: reset sets requestCount
+//     = cost and lastRequest = now; increment adds cost to requestCount;
+//     refill sets remaining = refillAmount − cost and lastRefillAt = now;
+//     decrement subtracts cost from remaining; and updatedAt = now. A
+//     denial changes nothing.
+func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
+	if k == nil {
+		return ClaimResult{}
+	}
+	p := decide(k, req.Now, req.Cost)
+	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn}
+	if p.code == "" && req.Cost > 0 {
+		p.apply(k, req.Now, req.Cost)
+	}
+	res.Key = *k
+	return res
+}
+
+// plan is the decision for one verification: a denial code, or the steps
+// that consuming takes.
+type plan struct {
+	code        Code
+	tryAgainIn  int64 // ms
+	rlReset     bool  // requestCount = cost, lastRequest = now
+	rlIncrement bool  // requestCount += cost
+	refill      bool  // remaining = refillAmount − cost, lastRefillAt = now
+	decrement   bool  // remaining −= cost
+}
+
+// decide applies the verification rules of [ApplyClaim] to a key as read,
+// without changing it.
+func decide(k *StoredKey, now, cost int64) plan {
+	need := max(cost, 1)
+	switch {
+	case !k.Enabled:
+		return plan{code: CodeDisabled}
+	case k.ExpiresAt != nil && *k.ExpiresAt <= now:
+		return plan{code: CodeExpired}
+	case k.Remaining != nil && *k.Remaining < need && !k.refillable():
+		return plan{code: CodeUsageExceeded}
+	}
+	var p plan
+	if k.rateLimited() {
+		w, m := *k.RateLimitTimeWindow, *k.RateLimitMax
+		switch {
+		case k.LastRequest == nil || *k.LastRequest <= now-w:
+			if need > m {
+				return plan{code: CodeRateLimited, tryAgainIn: w}
+			}
+			p.rlReset = true
+		case k.RequestCount > m-need:
+			return plan{code: CodeRateLimited, tryAgainIn: *k.LastRequest + w - now}
+		default:
+			p.rlIncrement = true
+		}
+	}
+	if k.Remaining != nil {
+		switch due, next := refillDue(k, now); {
+		case due && *k.RefillAmount < need:
+			return plan{code: CodeUsageExceeded}
+		case due:
+			p.refill = true
+		case *k.Remaining < need:
+			return plan{code: CodeUsageExceeded, tryAgainIn: next}
+		default:
+			p.decrement = true
+		}
+	}
+	return p
+}
+
+// refillDue reports whether a refill is due at now and, when it is not,
+// how many milliseconds remain until it is (0 for a key without refill).
+// A key never refilled measures the interval from its creation.
+func refillDue(k *StoredKey, now int64) (due bool, wait int64) {
+	if !k.refillable() {
+		return false, 0
+	}
+	last := k.CreatedAt
+	if k.LastRefillAt != nil {
+		last = *k.LastRefillAt
+	}
+	if last <= now-*k.RefillInterval {
+		return true, 0
+	}
+	return false, last + *k.RefillInterval - now
+}
+
+// apply performs the plan's steps on k, as the guarded write does in the
+// database.
+func (p plan) apply(k *StoredKey, now, cost int64) {
+	if p.rlReset {
+		k.RequestCount, k.LastRequest = cost, ptr(now)
+	}
+	if p.rlIncrement {
+		k.RequestCount += cost
+	}
+	if p.refill {
+		k.Remaining, k.LastRefillAt = ptr(*k.RefillAmount-cost), ptr(now)
+	}
+	if p.decrement {
+		k.Remaining = ptr(*k.Remaining - cost)
+	}
+	k.UpdatedAt = now
+}

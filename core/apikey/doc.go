@@ -1,0 +1,28 @@
+// Package apikey creates, verifies and manages API keys on top of a
+// [core.DB], with quotas, periodic refills and a per-key rate limit that stay
+// exact however many servers verify the same key at once.
+//
+// A key is shown to its owner once, at creation; only its SHA-256 hash
+// (base64url without padding, the same as Better Auth) is stored. [Manager.Verify]
+// reads the key and then spends its quota and its rate-limit slot in one
+// guarded [core.DB.IncrementOne]: the refill, the quota decrement, the
+// rate-limit step and the updatedAt stamp are combined, so a request that
+// the rate limit denies never spends quota and an exhausted key never spends
+// a rate-limit slot. A lost race re-reads and decides again, a bounded
+// number of times. In steady state a verification costs two round trips:
+// one read and one guarded write.
+//
+// Three storage modes exist:
+//   - database ([New]): the database holds every key;
+//   - cached ([New] with [WithCache]): a [core.SecondaryStorage] caches keys
+//     by hash, the database remains the source of truth and receives every
+//     consuming write;
+//   - storage only ([NewStorageOnly]): keys live in a secondary storage that
+//     must implement [Claimer], which applies the verification decision
+//     atomically inside the storage. A storage without it is refused.
+//
+// Denials (unknown, disabled, expired, usage exceeded, rate limited) are a
+// [Result] with a stable [Code] and an HTTP status, not an error; errors are
+// for failures. Verification never deletes a key unless
+// [WithDeleteExpiredOnVerify] asks it to remove expired ones.
+package apikey

@@ -1,0 +1,109 @@
+package apikey_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/memory"
+)
+
+func Example() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+
+	quota := int64(2)
+	plaintext, key, err := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Prefix: "sk_", Remaining: &quota})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("shown once:", len(plaintext), "characters; display form:", key.Start[:3]+"…")
+	_ = plaintext // hand it to the user; only its hash is stored
+
+	for range 3 {
+		res, err := keys.Verify(ctx, plaintext)
+		if err != nil {
+			panic(err)
+		}
+		if res.Valid {
+			fmt.Println("valid, remaining", *res.Key.Remaining)
+		} else {
+			fmt.Println("denied:", res.Code, res.Status)
+		}
+	}
+	// Output:
+	// shown once: 67 characters; display form: sk_…
+	// valid, remaining 1
+	// valid, remaining 0
+	// denied: USAGE_EXCEEDED 429
+}
+
+func ExampleHash() {
+	fmt.Println(apikey.Hash("test"))
+	// Output: n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg
+}
+
+func ExampleManager_Verify_rateLimit() {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db, apikey.WithClock(func() time.Time { return now }))
+	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{
+		ReferenceID: "user-42",
+		RateLimit:   &apikey.RateLimit{Enabled: true, Window: time.Minute, Max: 2},
+	})
+	for range 3 {
+		res, _ := keys.Verify(ctx, plaintext)
+		fmt.Printf("valid=%v code=%q tryAgainIn=%v\n", res.Valid, res.Code, res.TryAgainIn)
+		now = now.Add(10 * time.Second)
+	}
+	// Output:
+	// valid=true code="" tryAgainIn=0s
+	// valid=true code="" tryAgainIn=0s
+	// valid=false code="RATE_LIMITED" tryAgainIn=40s
+}
+
+func ExampleManager_Middleware() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Name: "ci"})
+
+	api := keys.Middleware()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key, _ := apikey.FromContext(r.Context())
+		fmt.Fprintf(w, "hello %s (key %q)", key.ReferenceID, key.Name)
+	}))
+	for _, k := range []string{plaintext, "wrong"} {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set("x-api-key", k)
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, rec.Body.String())
+	}
+	// Output:
+	// 200 hello user-42 (key "ci")
+	// 401 {"code":"INVALID_API_KEY","message":"invalid API key","status":401}
+}
+
+func ExampleNewStorageOnly() {
+	ctx := context.Background()
+	store := apikey.NewMemoryStore(nil) // implements apikey.Claimer
+	keys, err := apikey.NewStorageOnly(store)
+	if err != nil {
+		panic(err)
+	}
+	quota := int64(1)
+	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Remaining: &quota})
+	for range 2 {
+		res, _ := keys.Verify(ctx, plaintext)
+		fmt.Printf("valid=%v code=%q\n", res.Valid, res.Code)
+	}
+	// Output:
+	// valid=true code=""
+	// valid=false code="USAGE_EXCEEDED"
+}

@@ -1,0 +1,209 @@
+package apikey
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+)
+
+// testClock is a settable clock shared by a manager and its test.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+func newClock() *testClock { return &testClock{now: epoch} }
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.now = t
+	c.mu.Unlock()
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	m     *Manager
+	db    *core.DB
+	mem   *memory.Memory
+	clock *testClock
+	gates *gates // nil: reads are not gated
+}
+
+// newEnv returns a manager over a fresh in-memory database with a test clock.
+func newEnv(t testing.TB, opts ...Option) *env {
+	t.Helper()
+	mem := memory.New()
+	return newEnvOn(t, mem, mem, opts...)
+}
+
+func newEnvOn(t testing.TB, mem *memory.Memory, a core.Adapter, opts ...Option) *env {
+	t.Helper()
+	db, err := core.New(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock()
+	m, err := New(db, append([]Option{WithClock(c.Now)}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &env{m: m, db: db, mem: mem, clock: c}
+}
+
+func (e *env) create(t testing.TB, p CreateParams) (string, *Key) {
+	t.Helper()
+	if p.ReferenceID == "" {
+		p.ReferenceID = "user-1"
+	}
+	plain, k, err := e.m.Create(context.Background(), p)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	return plain, k
+}
+
+func (e *env) verify(t testing.TB, key string, opts ...VerifyOption) Result {
+	t.Helper()
+	r, err := e.m.Verify(context.Background(), key, opts...)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	return r
+}
+
+func (e *env) get(t testing.TB, id int64) *Key {
+	t.Helper()
+	k, err := e.m.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Get(%d): %v", id, err)
+	}
+	return k
+}
+
+func noRateLimit() *RateLimit { return &RateLimit{} }
+
+func quota(n int64) *int64 { return &n }
+
+func wantCode(t testing.TB, r Result, code Code) {
+	t.Helper()
+	if r.Code != code || r.Valid != (code == "") || r.Status != code.Status() {
+		t.Fatalf("result = {Valid:%v Code:%q Status:%d}, want code %q status %d", r.Valid, r.Code, r.Status, code, code.Status())
+	}
+}
+
+func remaining(t testing.TB, k *Key) int64 {
+	t.Helper()
+	if k.Remaining == nil {
+		t.Fatal("Remaining is nil (unlimited)")
+	}
+	return *k.Remaining
+}
+
+// hookAdapter wraps the in-memory adapter and runs a hook before each
+// IncrementOne, to interleave a concurrent change deterministically.
+type hookAdapter struct {
+	*memory.Memory
+	before func(ctx context.Context)
+	miss   bool // answer every IncrementOne with no match, as a lost race
+}
+
+func (h *hookAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	if h.before != nil {
+		h.before(ctx)
+	}
+	if h.miss {
+		_, err := h.Memory.Count(ctx, t, where) // still a round trip
+		return nil, err
+	}
+	return h.Memory.IncrementOne(ctx, t, where, inc, set)
+}
+
+// readGate holds the first n reads, once done, until all n have arrived, so that n
+// concurrent verifications all decide from the same snapshot before any of
+// them writes: the worst interleaving, made certain rather than likely.
+type readGate struct {
+	mu      sync.Mutex
+	n       int
+	arrived int
+	open    chan struct{}
+}
+
+func newReadGate(n int) *readGate { return &readGate{n: n, open: make(chan struct{})} }
+
+func (g *readGate) wait() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	g.arrived++
+	a := g.arrived
+	if a == g.n {
+		close(g.open)
+	}
+	g.mu.Unlock()
+	if a <= g.n {
+		<-g.open
+	}
+}
+
+// gates is shared by the gated adapter and the gated cache of one env.
+type gates struct{ p atomic.Pointer[readGate] }
+
+func (g *gates) wait() { g.p.Load().wait() }
+
+// gatedAdapter passes every call through, holding FindOne at the gate.
+type gatedAdapter struct {
+	core.Adapter
+	g *gates
+}
+
+func (a gatedAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	rec, err := a.Adapter.FindOne(ctx, t, where)
+	a.g.wait() // after the read: the snapshot is taken before anyone writes
+	return rec, err
+}
+
+func (a gatedAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return a.Adapter.(core.Transactor).Transaction(ctx, fn)
+}
+
+type gatedIncrementer struct{ gatedAdapter }
+
+func (a gatedIncrementer) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	return a.Adapter.(core.Incrementer).IncrementOne(ctx, t, where, inc, set)
+}
+
+// gatedCache holds Get at the gate.
+type gatedCache struct {
+	*MemoryStore
+	g *gates
+}
+
+func (c gatedCache) Get(ctx context.Context, key string) (string, bool, error) {
+	v, ok, err := c.MemoryStore.Get(ctx, key)
+	c.g.wait()
+	return v, ok, err
+}
+
+func contextWithCancel(r *http.Request) (context.Context, context.CancelFunc) {
+	return context.WithCancel(r.Context())
+}

@@ -1,0 +1,243 @@
+package apikey
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Key is an API key as the caller sees it. The plaintext key is never part
+// of it: only [Manager.Create] returns that, once.
+type Key struct {
+	ID          int64
+	ConfigID    string
+	Name        string
+	Start       string // the first characters of the plaintext key, for display
+	Prefix      string
+	Hash        string // SHA-256 of the plaintext key, base64url without padding
+	ReferenceID string // the owner, such as a user id
+	Enabled     bool
+
+	RateLimit    RateLimit
+	RequestCount int64     // requests counted in the current rate-limit window
+	LastRequest  time.Time // start of the current rate-limit window; zero: none yet
+
+	Remaining    *int64 // quota left; nil for unlimited
+	Refill       Refill
+	LastRefillAt time.Time // zero: never refilled (the first refill is measured from CreatedAt)
+
+	ExpiresAt time.Time // zero: never
+	CreatedAt time.Time
+	UpdatedAt time.Time
+
+	Permissions map[string][]string
+	Metadata    map[string]any
+}
+
+// RateLimit is a per-key rate limit: at most Max requests (or units of
+// cost) in a fixed window of Window that opens at the first request.
+type RateLimit struct {
+	Enabled bool
+	Window  time.Duration // whole milliseconds
+	Max     int64
+}
+
+// Refill restores a key's quota to Amount once Interval has elapsed since
+// the last refill (or since creation). The zero Refill means none.
+type Refill struct {
+	Interval time.Duration // whole milliseconds
+	Amount   int64
+}
+
+// StoredKey is a key as it is stored: the fields of the apikey model
+// (SPEC section 6) under their logical names, with every time as epoch
+// milliseconds and every duration in milliseconds, and nil for NULL. It is
+// the JSON value that the cached and storage-only modes keep in a
+// [core.SecondaryStorage], and the record that a [Claimer] works on.
+type StoredKey struct {
+	ID                  int64   `json:"id"`
+	ConfigID            string  `json:"configId"`
+	Name                *string `json:"name"`
+	Start               *string `json:"start"`
+	Prefix              *string `json:"prefix"`
+	Key                 string  `json:"key"` // the hash
+	ReferenceID         string  `json:"referenceId"`
+	Enabled             bool    `json:"enabled"`
+	RateLimitEnabled    bool    `json:"rateLimitEnabled"`
+	RateLimitTimeWindow *int64  `json:"rateLimitTimeWindow"` // ms
+	RateLimitMax        *int64  `json:"rateLimitMax"`
+	RequestCount        int64   `json:"requestCount"`
+	Remaining           *int64  `json:"remaining"`
+	RefillInterval      *int64  `json:"refillInterval"` // ms
+	RefillAmount        *int64  `json:"refillAmount"`
+	LastRefillAt        *int64  `json:"lastRefillAt"` // epoch ms
+	LastRequest         *int64  `json:"lastRequest"`  // epoch ms
+	ExpiresAt           *int64  `json:"expiresAt"`    // epoch ms
+	CreatedAt           int64   `json:"createdAt"`    // epoch ms
+	UpdatedAt           int64   `json:"updatedAt"`    // epoch ms
+	Permissions         *string `json:"permissions"`  // JSON text
+	Metadata            *string `json:"metadata"`     // JSON text
+}
+
+// toKey converts the stored form into a [Key]. Malformed permissions or
+// metadata JSON is an error.
+func (s *StoredKey) toKey() (*Key, error) {
+	k := &Key{
+		ID:           s.ID,
+		ConfigID:     s.ConfigID,
+		Name:         deref(s.Name),
+		Start:        deref(s.Start),
+		Prefix:       deref(s.Prefix),
+		Hash:         s.Key,
+		ReferenceID:  s.ReferenceID,
+		Enabled:      s.Enabled,
+		RequestCount: s.RequestCount,
+		LastRequest:  msTime(s.LastRequest),
+		LastRefillAt: msTime(s.LastRefillAt),
+		ExpiresAt:    msTime(s.ExpiresAt),
+		CreatedAt:    time.UnixMilli(s.CreatedAt).UTC(),
+		UpdatedAt:    time.UnixMilli(s.UpdatedAt).UTC(),
+	}
+	if s.Remaining != nil {
+		r := *s.Remaining
+		k.Remaining = &r
+	}
+	k.RateLimit.Enabled = s.rateLimited()
+	if s.RateLimitTimeWindow != nil {
+		k.RateLimit.Window = time.Duration(*s.RateLimitTimeWindow) * time.Millisecond
+	}
+	if s.RateLimitMax != nil {
+		k.RateLimit.Max = *s.RateLimitMax
+	}
+	if s.refillable() {
+		k.Refill = Refill{Interval: time.Duration(*s.RefillInterval) * time.Millisecond, Amount: *s.RefillAmount}
+	}
+	if s.Permissions != nil && *s.Permissions != "" {
+		if err := json.Unmarshal([]byte(*s.Permissions), &k.Permissions); err != nil {
+			return nil, fmt.Errorf("apikey: key %d: permissions: %w", s.ID, err)
+		}
+	}
+	if s.Metadata != nil && *s.Metadata != "" {
+		if err := json.Unmarshal([]byte(*s.Metadata), &k.Metadata); err != nil {
+			return nil, fmt.Errorf("apikey: key %d: metadata: %w", s.ID, err)
+		}
+	}
+	return k, nil
+}
+
+// rateLimited reports whether the rate limit applies: enabled, with a
+// positive window and a max (a NULL max, as Better Auth never writes, turns
+// it off rather than denying everything).
+func (s *StoredKey) rateLimited() bool {
+	return s.RateLimitEnabled && s.RateLimitTimeWindow != nil && *s.RateLimitTimeWindow > 0 && s.RateLimitMax != nil
+}
+
+// refillable reports whether the key has a refill: both a positive interval
+// and a positive amount, as in Better Auth.
+func (s *StoredKey) refillable() bool {
+	return s.RefillInterval != nil && *s.RefillInterval > 0 && s.RefillAmount != nil && *s.RefillAmount > 0
+}
+
+// fromRow converts a row of the apikey model.
+func fromRow(r core.Row) *StoredKey {
+	s := &StoredKey{
+		ID:                  r.Int("id"),
+		ConfigID:            r.Text("configId"),
+		Name:                nullText(r, "name"),
+		Start:               nullText(r, "start"),
+		Prefix:              nullText(r, "prefix"),
+		Key:                 r.Text("key"),
+		ReferenceID:         r.Text("referenceId"),
+		Enabled:             r.Bool("enabled"),
+		RateLimitEnabled:    r.Bool("rateLimitEnabled"),
+		RateLimitTimeWindow: nullInt(r, "rateLimitTimeWindow"),
+		RateLimitMax:        nullInt(r, "rateLimitMax"),
+		RequestCount:        r.Int("requestCount"),
+		Remaining:           nullInt(r, "remaining"),
+		RefillInterval:      nullInt(r, "refillInterval"),
+		RefillAmount:        nullInt(r, "refillAmount"),
+		LastRefillAt:        nullMs(r, "lastRefillAt"),
+		LastRequest:         nullMs(r, "lastRequest"),
+		ExpiresAt:           nullMs(r, "expiresAt"),
+		CreatedAt:           r.Time("createdAt").UnixMilli(),
+		UpdatedAt:           r.Time("updatedAt").UnixMilli(),
+		Permissions:         nullText(r, "permissions"),
+		Metadata:            nullText(r, "metadata"),
+	}
+	return s
+}
+
+// values returns the stored key as the field values of a Create, without id.
+func (s *StoredKey) values() map[string]any {
+	return map[string]any{
+		"configId":            s.ConfigID,
+		"name":                s.Name,
+		"start":               s.Start,
+		"prefix":              s.Prefix,
+		"key":                 s.Key,
+		"referenceId":         s.ReferenceID,
+		"enabled":             s.Enabled,
+		"rateLimitEnabled":    s.RateLimitEnabled,
+		"rateLimitTimeWindow": s.RateLimitTimeWindow,
+		"rateLimitMax":        s.RateLimitMax,
+		"requestCount":        s.RequestCount,
+		"remaining":           s.Remaining,
+		"refillInterval":      s.RefillInterval,
+		"refillAmount":        s.RefillAmount,
+		"lastRefillAt":        timePtr(s.LastRefillAt),
+		"lastRequest":         timePtr(s.LastRequest),
+		"expiresAt":           timePtr(s.ExpiresAt),
+		"createdAt":           time.UnixMilli(s.CreatedAt).UTC(),
+		"updatedAt":           time.UnixMilli(s.UpdatedAt).UTC(),
+		"permissions":         s.Permissions,
+		"metadata":            s.Metadata,
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}
+
+func msTime(ms *int64) time.Time {
+	if ms == nil {
+		return time.Time{}
+	}
+	return time.UnixMilli(*ms).UTC()
+}
+
+// timePtr returns nil for NULL so that core stores NULL.
+func timePtr(ms *int64) any {
+	if ms == nil {
+		return nil
+	}
+	return time.UnixMilli(*ms).UTC()
+}
+
+func nullText(r core.Row, f string) *string {
+	if s, ok := r.NullText(f); ok {
+		return &s
+	}
+	return nil
+}
+
+func nullInt(r core.Row, f string) *int64 {
+	if n, ok := r.NullInt(f); ok {
+		return &n
+	}
+	return nil
+}
+
+func nullMs(r core.Row, f string) *int64 {
+	if t, ok := r.NullTime(f); ok {
+		ms := t.UnixMilli()
+		return &ms
+	}
+	return nil
+}
+
+func ptr[T any](v T) *T { return &v }

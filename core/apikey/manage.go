@@ -1,0 +1,194 @@
+package apikey
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// UpdateParams lists the changes [Manager.Update] makes; a nil or zero
+// field is left as it is.
+type UpdateParams struct {
+	Name      *string
+	Enabled   *bool
+	ExpiresAt *time.Time // the zero time removes the expiry
+	Remaining *int64     // a new quota
+	Unlimited bool       // remove the quota (and its refill)
+	Refill    *Refill    // the zero Refill removes the refill
+	RateLimit *RateLimit
+	// Metadata and Permissions replace the stored ones when not nil; an
+	// empty map clears them.
+	Metadata    map[string]any
+	Permissions map[string][]string
+}
+
+// fields validates u and returns the changes as stored-key fields (JSON
+// names; times in epoch ms; nil for NULL).
+func (u UpdateParams) fields() (map[string]any, error) {
+	f := map[string]any{}
+	if u.Name != nil {
+		if len([]rune(*u.Name)) > MaxNameLength {
+			return nil, invalidf("Name is longer than %d characters", MaxNameLength)
+		}
+		f["name"] = nullIfEmpty(*u.Name)
+	}
+	if u.Enabled != nil {
+		f["enabled"] = *u.Enabled
+	}
+	if u.ExpiresAt != nil {
+		f["expiresAt"] = nil
+		if !u.ExpiresAt.IsZero() {
+			f["expiresAt"] = u.ExpiresAt.UnixMilli()
+		}
+	}
+	switch {
+	case u.Unlimited && (u.Remaining != nil || (u.Refill != nil && *u.Refill != Refill{})):
+		return nil, invalidf("Unlimited cannot be combined with Remaining or a Refill")
+	case u.Unlimited:
+		f["remaining"], f["refillInterval"], f["refillAmount"] = nil, nil, nil
+	case u.Remaining != nil && *u.Remaining < 0:
+		return nil, invalidf("Remaining %d is negative", *u.Remaining)
+	case u.Remaining != nil:
+		f["remaining"] = *u.Remaining
+	}
+	if u.Refill != nil {
+		if err := checkRefill(*u.Refill); err != nil {
+			return nil, err
+		}
+		f["refillInterval"], f["refillAmount"] = nil, nil
+		if *u.Refill != (Refill{}) {
+			f["refillInterval"], f["refillAmount"] = u.Refill.Interval.Milliseconds(), u.Refill.Amount
+		}
+	}
+	if u.RateLimit != nil {
+		if err := checkRateLimit(*u.RateLimit); err != nil {
+			return nil, err
+		}
+		var s StoredKey
+		s.setRateLimit(*u.RateLimit)
+		f["rateLimitEnabled"], f["rateLimitTimeWindow"], f["rateLimitMax"] = s.RateLimitEnabled, nilIfNil(s.RateLimitTimeWindow), nilIfNil(s.RateLimitMax)
+	}
+	if u.Metadata != nil {
+		s, err := encodeJSON("Metadata", u.Metadata)
+		if err != nil {
+			return nil, err
+		}
+		f["metadata"] = nilIfNil(s)
+	}
+	if u.Permissions != nil {
+		if err := checkPermissions(u.Permissions); err != nil {
+			return nil, err
+		}
+		s, err := encodeJSON("Permissions", u.Permissions)
+		if err != nil {
+			return nil, err
+		}
+		f["permissions"] = nilIfNil(s)
+	}
+	if len(f) == 0 {
+		return nil, invalidf("Update: nothing to change")
+	}
+	return f, nil
+}
+
+// nilIfNil turns a nil pointer into an untyped nil and dereferences others.
+func nilIfNil[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+func nullIfEmpty(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+// Get returns the key with the given id, or an error wrapping
+// [core.ErrNotFound].
+func (m *Manager) Get(ctx context.Context, id int64) (*Key, error) {
+	var s *StoredKey
+	var err error
+	if m.store != nil {
+		s, err = m.store.byID(ctx, id)
+	} else {
+		s, err = m.dbFind(ctx, core.Eq("id", id))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
+	}
+	return s.toKey()
+}
+
+// List returns the keys of an owner, in creation order.
+func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) {
+	var list []*StoredKey
+	var err error
+	if m.store != nil {
+		list, err = m.store.list(ctx, referenceID)
+	} else {
+		list, err = m.dbList(ctx, core.Eq("referenceId", referenceID))
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Key, 0, len(list))
+	for _, s := range list {
+		k, err := s.toKey()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// Update changes a key and returns it as stored. An unknown id fails with
+// [core.ErrNotFound]; invalid parameters with [core.ErrInvalid], before any
+// write.
+func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, error) {
+	f, err := u.fields()
+	if err != nil {
+		return nil, err
+	}
+	now := m.now().UnixMilli()
+	f["updatedAt"] = now
+	var s *StoredKey
+	if m.store != nil {
+		s, err = m.store.update(ctx, id, f)
+	} else {
+		s, err = m.dbUpdate(ctx, id, f)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		return nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
+	}
+	return s.toKey()
+}
+
+// Delete removes a key and reports whether it existed.
+func (m *Manager) Delete(ctx context.Context, id int64) (bool, error) {
+	if m.store != nil {
+		return m.store.delete(ctx, id)
+	}
+	return m.dbDelete(ctx, id)
+}
+
+// DeleteExpired removes every key whose expiry has passed and returns how
+// many. Verification never deletes keys; call this on a schedule instead.
+func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
+	now := m.now()
+	if m.store != nil {
+		return m.store.deleteExpired(ctx, now.UnixMilli())
+	}
+	return m.dbDeleteExpired(ctx, now)
+}

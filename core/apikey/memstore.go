@@ -1,0 +1,221 @@
+package apikey
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// MemoryStore is an in-process [core.SecondaryStorage] that also implements
+// [Claimer] and [Indexer], for storage-only mode in tests and single-process
+// services. One mutex guards everything, which makes each claim atomic.
+type MemoryStore struct {
+	mu     sync.Mutex
+	clock  func() time.Time
+	values map[string]memValue
+	sets   map[string]map[string]struct{}
+}
+
+type memValue struct {
+	v       string
+	expires time.Time // zero: never
+}
+
+// NewMemoryStore returns an empty store. clock drives expiry; nil means
+// time.Now.
+func NewMemoryStore(clock func() time.Time) *MemoryStore {
+	if clock == nil {
+		clock = time.Now
+	}
+	return &MemoryStore{clock: clock, values: map[string]memValue{}, sets: map[string]map[string]struct{}{}}
+}
+
+var (
+	_ core.SecondaryStorage = (*MemoryStore)(nil)
+	_ Claimer               = (*MemoryStore)(nil)
+	_ Indexer               = (*MemoryStore)(nil)
+)
+
+// get returns a live value; the caller holds mu.
+func (s *MemoryStore) get(key string) (memValue, bool) {
+	v, ok := s.values[key]
+	if ok && !v.expires.IsZero() && !s.clock().Before(v.expires) {
+		delete(s.values, key)
+		return memValue{}, false
+	}
+	return v, ok
+}
+
+// Get returns the value at key.
+func (s *MemoryStore) Get(ctx context.Context, key string) (string, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.get(key)
+	return v.v, ok, nil
+}
+
+// Set stores value at key; ttl 0 means no expiry.
+func (s *MemoryStore) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if ttl < 0 {
+		return fmt.Errorf("apikey: MemoryStore.Set: %w: negative ttl %v", core.ErrInvalid, ttl)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v := memValue{v: value}
+	if ttl > 0 {
+		v.expires = s.clock().Add(ttl)
+	}
+	s.values[key] = v
+	return nil
+}
+
+// Delete removes key.
+func (s *MemoryStore) Delete(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.values, key)
+	return nil
+}
+
+// Increment adds by to the counter at key, creating it with expiry ttl;
+// an existing counter keeps its expiry.
+func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+	if err := ctx.Err(); err != nil {
+		return core.Counter{}, err
+	}
+	if ttl <= 0 {
+		return core.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %w: ttl %v must be positive", core.ErrInvalid, ttl)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.get(key)
+	var n int64
+	if ok {
+		if _, err := fmt.Sscan(v.v, &n); err != nil {
+			return core.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %q holds %q, not a counter", key, v.v)
+		}
+	} else {
+		v.expires = s.clock().Add(ttl)
+	}
+	n += by
+	v.v = fmt.Sprint(n)
+	s.values[key] = v
+	return core.Counter{Value: n, TTL: v.expires.Sub(s.clock())}, nil
+}
+
+// Claim applies [ApplyClaim] to the key stored at key, under the store's lock.
+func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error) {
+	if err := ctx.Err(); err != nil {
+		return ClaimResult{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.get(key)
+	if !ok {
+		return ClaimResult{}, nil
+	}
+	var k StoredKey
+	if err := json.Unmarshal([]byte(v.v), &k); err != nil {
+		return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", key, err)
+	}
+	res := ApplyClaim(&k, req)
+	if res.Code == "" && req.Cost > 0 {
+		b, err := json.Marshal(&k)
+		if err != nil {
+			return ClaimResult{}, err
+		}
+		v.v = string(b)
+		s.values[key] = v
+	}
+	return res, nil
+}
+
+// Patch merges fields into the key stored at key, under the store's lock.
+func (s *MemoryStore) Patch(ctx context.Context, key string, fields map[string]any) (StoredKey, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return StoredKey{}, false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.get(key)
+	if !ok {
+		return StoredKey{}, false, nil
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(v.v), &obj); err != nil {
+		return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: %q: %w", key, err)
+	}
+	for f, val := range fields {
+		b, err := json.Marshal(val)
+		if err != nil {
+			return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: field %q: %w", f, err)
+		}
+		obj[f] = b
+	}
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return StoredKey{}, false, err
+	}
+	var after StoredKey
+	if err := json.Unmarshal(b, &after); err != nil {
+		return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: %w", err)
+	}
+	v.v = string(b)
+	s.values[key] = v
+	return after, true, nil
+}
+
+// AddToSet adds member to set.
+func (s *MemoryStore) AddToSet(ctx context.Context, set, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sets[set] == nil {
+		s.sets[set] = map[string]struct{}{}
+	}
+	s.sets[set][member] = struct{}{}
+	return nil
+}
+
+// RemoveFromSet removes member from set.
+func (s *MemoryStore) RemoveFromSet(ctx context.Context, set, member string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.sets[set], member)
+	if len(s.sets[set]) == 0 {
+		delete(s.sets, set)
+	}
+	return nil
+}
+
+// SetMembers returns the members of set.
+func (s *MemoryStore) SetMembers(ctx context.Context, set string) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.sets[set]))
+	for m := range s.sets[set] {
+		out = append(out, m)
+	}
+	return out, nil
+}
