@@ -1,0 +1,233 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Storage is an in-process core.SecondaryStorage with the optional
+// core.BoundedIncrementer: values and counters with expiry, in shards that
+// each have their own lock. It serves tests, examples and single-process
+// deployments; Redis (adapters/redis) is the shared one.
+//
+// A counter is stored as an integer; Get returns it in decimal. An entry
+// expires at the instant its TTL ends: from then on it is absent. Expired
+// entries are dropped when touched and by a sweep that runs when a shard
+// has doubled in size since its last sweep, so the cost is amortised and
+// memory does not grow with keys nobody reads again.
+type Storage struct {
+	clock  func() time.Time
+	seed   maphash.Seed
+	shards [storageShards]storageShard
+	calls  atomic.Int64
+}
+
+const storageShards = 32
+
+type storageShard struct {
+	mu      sync.Mutex
+	entries map[string]*storageEntry
+	sweepAt int // sweep when the shard reaches this size
+}
+
+// minSweep is the size below which a shard is never swept.
+const minSweep = 64
+
+type storageEntry struct {
+	text    string
+	counter int64
+	isCount bool
+	expires time.Time // zero: never
+}
+
+// StorageOption configures [NewStorage].
+type StorageOption func(*Storage)
+
+// WithClock makes the storage read time from clock instead of time.Now, so
+// tests can move time by hand.
+func WithClock(clock func() time.Time) StorageOption {
+	return func(s *Storage) {
+		if clock != nil {
+			s.clock = clock
+		}
+	}
+}
+
+// NewStorage returns an empty storage.
+func NewStorage(opts ...StorageOption) *Storage {
+	s := &Storage{clock: time.Now, seed: maphash.MakeSeed()}
+	for i := range s.shards {
+		s.shards[i].entries = map[string]*storageEntry{}
+		s.shards[i].sweepAt = minSweep
+	}
+	for _, opt := range opts {
+		opt(s)
+	}
+	return s
+}
+
+// Calls returns how many operations the storage has served: one per round
+// trip a networked storage would make.
+func (s *Storage) Calls() int64 { return s.calls.Load() }
+
+// lock counts the call, honours the context, and returns the key's shard
+// locked, with the current time.
+func (s *Storage) lock(ctx context.Context, key string) (*storageShard, time.Time, error) {
+	s.calls.Add(1)
+	if err := ctx.Err(); err != nil {
+		return nil, time.Time{}, err
+	}
+	sh := &s.shards[maphash.String(s.seed, key)%storageShards]
+	sh.mu.Lock()
+	return sh, s.clock(), nil
+}
+
+// live returns the entry at key, dropping it when it has expired.
+func (sh *storageShard) live(key string, now time.Time) (*storageEntry, bool) {
+	e, ok := sh.entries[key]
+	if ok && !e.expires.IsZero() && !now.Before(e.expires) {
+		delete(sh.entries, key)
+		return nil, false
+	}
+	return e, ok
+}
+
+// put stores an entry, first sweeping expired ones when a new key would
+// take the shard to its sweep size.
+func (sh *storageShard) put(key string, e *storageEntry, now time.Time) {
+	if _, exists := sh.entries[key]; !exists && len(sh.entries) >= sh.sweepAt {
+		for k, old := range sh.entries {
+			if !old.expires.IsZero() && !now.Before(old.expires) {
+				delete(sh.entries, k)
+			}
+		}
+		sh.sweepAt = max(2*len(sh.entries), minSweep)
+	}
+	sh.entries[key] = e
+}
+
+// Get returns the value at key; a counter comes back in decimal.
+func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
+	sh, now, err := s.lock(ctx, key)
+	if err != nil {
+		return "", false, err
+	}
+	defer sh.mu.Unlock()
+	e, ok := sh.live(key, now)
+	if !ok {
+		return "", false, nil
+	}
+	if e.isCount {
+		return strconv.FormatInt(e.counter, 10), true, nil
+	}
+	return e.text, true, nil
+}
+
+// Set stores value at key, replacing what was there; ttl 0 means no expiry.
+func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	if ttl < 0 {
+		return fmt.Errorf("%w: memory storage Set %q: negative ttl %v", core.ErrInvalid, key, ttl)
+	}
+	sh, now, err := s.lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer sh.mu.Unlock()
+	e := &storageEntry{text: value}
+	if ttl > 0 {
+		e.expires = now.Add(ttl)
+	}
+	sh.put(key, e, now)
+	return nil
+}
+
+// Delete removes key; a missing key is not an error.
+func (s *Storage) Delete(ctx context.Context, key string) error {
+	sh, _, err := s.lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	defer sh.mu.Unlock()
+	delete(sh.entries, key)
+	return nil
+}
+
+// Increment adds by to the counter at key, creating it with value by and
+// expiry ttl when absent. An existing counter keeps its expiry. A value set
+// with Set counts as a counter when it is a decimal integer.
+func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+	c, _, err := s.increment(ctx, "Increment", key, by, 0, false, ttl)
+	return c, err
+}
+
+// IncrementBounded adds by to the counter at key only when the result stays
+// at or below max; see core.BoundedIncrementer.
+func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+	return s.increment(ctx, "IncrementBounded", key, by, max, true, ttl)
+}
+
+var errNotCounter = errors.New("value is not an integer counter")
+
+func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, bounded bool, ttl time.Duration) (core.Counter, bool, error) {
+	if ttl <= 0 {
+		return core.Counter{}, false, fmt.Errorf("%w: memory storage %s %q: ttl must be positive, got %v", core.ErrInvalid, op, key, ttl)
+	}
+	sh, now, err := s.lock(ctx, key)
+	if err != nil {
+		return core.Counter{}, false, err
+	}
+	defer sh.mu.Unlock()
+	e, ok := sh.live(key, now)
+	if !ok {
+		if bounded && by > max {
+			return core.Counter{}, false, nil
+		}
+		sh.put(key, &storageEntry{counter: by, isCount: true, expires: now.Add(ttl)}, now)
+		return core.Counter{Value: by, TTL: ttl}, true, nil
+	}
+	if !e.isCount {
+		n, err := strconv.ParseInt(e.text, 10, 64)
+		if err != nil {
+			return core.Counter{}, false, fmt.Errorf("memory storage %s %q: %w", op, key, errNotCounter)
+		}
+		e.counter, e.isCount, e.text = n, true, ""
+	}
+	left := time.Duration(0)
+	if !e.expires.IsZero() {
+		left = e.expires.Sub(now)
+	}
+	next := e.counter + by
+	if (by > 0 && next < e.counter) || (by < 0 && next > e.counter) {
+		return core.Counter{}, false, fmt.Errorf("memory storage %s %q: %d + %d overflows int64", op, key, e.counter, by)
+	}
+	if bounded && next > max {
+		return core.Counter{Value: e.counter, TTL: left}, false, nil
+	}
+	e.counter = next
+	return core.Counter{Value: next, TTL: left}, true, nil
+}
+
+// Len returns how many entries are stored, expired ones not yet dropped included.
+func (s *Storage) Len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.entries)
+		sh.mu.Unlock()
+	}
+	return n
+}
+
+var (
+	_ core.SecondaryStorage   = (*Storage)(nil)
+	_ core.BoundedIncrementer = (*Storage)(nil)
+)

@@ -1,0 +1,185 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+)
+
+type fakeClock struct{ ns atomic.Int64 }
+
+func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
+func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+func newStorage() (*memory.Storage, *fakeClock) {
+	c := &fakeClock{}
+	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
+	return memory.NewStorage(memory.WithClock(c.now)), c
+}
+
+func TestStorageGetSetDelete(t *testing.T) {
+	s, c := newStorage()
+	ctx := context.Background()
+	if _, ok, err := s.Get(ctx, "a"); ok || err != nil {
+		t.Fatalf("Get of a missing key: ok=%v err=%v", ok, err)
+	}
+	if err := s.Set(ctx, "a", "1", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set(ctx, "forever", "x", 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok, _ := s.Get(ctx, "a"); !ok || v != "1" {
+		t.Fatalf("Get = %q, %v", v, ok)
+	}
+	c.advance(time.Second) // expiry is the instant the TTL ends
+	if _, ok, _ := s.Get(ctx, "a"); ok {
+		t.Error("value still there when its TTL ended")
+	}
+	c.advance(time.Hour)
+	if v, ok, _ := s.Get(ctx, "forever"); !ok || v != "x" {
+		t.Error("a value without TTL expired")
+	}
+	if err := s.Delete(ctx, "forever"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "never-there"); err != nil {
+		t.Fatalf("Delete of a missing key: %v", err)
+	}
+	if _, ok, _ := s.Get(ctx, "forever"); ok {
+		t.Error("deleted value still there")
+	}
+	if err := s.Set(ctx, "a", "1", -time.Second); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("negative ttl: %v, want ErrInvalid", err)
+	}
+}
+
+func TestStorageIncrementKeepsItsTTL(t *testing.T) {
+	s, c := newStorage()
+	ctx := context.Background()
+	got, err := s.Increment(ctx, "n", 2, 10*time.Second)
+	if err != nil || got != (core.Counter{Value: 2, TTL: 10 * time.Second}) {
+		t.Fatalf("first Increment = %+v, %v", got, err)
+	}
+	c.advance(4 * time.Second)
+	got, err = s.Increment(ctx, "n", 3, time.Hour) // the ttl of an existing counter is ignored
+	if err != nil || got != (core.Counter{Value: 5, TTL: 6 * time.Second}) {
+		t.Fatalf("second Increment = %+v, %v; want 5 with 6s left", got, err)
+	}
+	if v, _, _ := s.Get(ctx, "n"); v != "5" {
+		t.Errorf("Get of a counter = %q, want 5", v)
+	}
+	c.advance(6 * time.Second)
+	got, _ = s.Increment(ctx, "n", 1, time.Minute)
+	if got != (core.Counter{Value: 1, TTL: time.Minute}) {
+		t.Errorf("Increment after expiry = %+v, want a new counter", got)
+	}
+	for _, ttl := range []time.Duration{0, -time.Second} {
+		if _, err := s.Increment(ctx, "n", 1, ttl); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("ttl %v: %v, want ErrInvalid", ttl, err)
+		}
+	}
+	_ = s.Set(ctx, "text", "hello", 0)
+	if _, err := s.Increment(ctx, "text", 1, time.Second); err == nil {
+		t.Error("incrementing text succeeded")
+	}
+	_ = s.Set(ctx, "num", "41", 0)
+	if got, err := s.Increment(ctx, "num", 1, time.Second); err != nil || got.Value != 42 {
+		t.Errorf("incrementing a decimal value: %+v, %v", got, err)
+	}
+}
+
+func TestStorageIncrementBounded(t *testing.T) {
+	s, c := newStorage()
+	ctx := context.Background()
+	if got, ok, err := s.IncrementBounded(ctx, "b", 4, 3, time.Minute); ok || err != nil || got != (core.Counter{}) {
+		t.Fatalf("too big on a missing key: %+v %v %v", got, ok, err)
+	}
+	if _, ok, _ := s.Get(ctx, "b"); ok {
+		t.Fatal("a refused increment created the counter")
+	}
+	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); !ok || got.Value != 2 {
+		t.Fatalf("first: %+v %v", got, ok)
+	}
+	c.advance(time.Second)
+	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); ok || got != (core.Counter{Value: 2, TTL: 59 * time.Second}) {
+		t.Fatalf("over max: %+v %v; want refused, unchanged", got, ok)
+	}
+	if got, ok, _ := s.IncrementBounded(ctx, "b", 1, 3, time.Minute); !ok || got.Value != 3 {
+		t.Fatalf("up to max: %+v %v", got, ok)
+	}
+}
+
+func TestStorageConcurrentIncrement(t *testing.T) {
+	s, _ := newStorage()
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	var admitted atomic.Int64
+	for i := 0; i < 64; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 10; j++ {
+				if _, err := s.Increment(ctx, "total", 1, time.Minute); err != nil {
+					t.Error(err)
+				}
+				if _, ok, err := s.IncrementBounded(ctx, "bounded", 1, 100, time.Minute); err != nil {
+					t.Error(err)
+				} else if ok {
+					admitted.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if v, _, _ := s.Get(ctx, "total"); v != "640" {
+		t.Errorf("total = %s, want 640", v)
+	}
+	if admitted.Load() != 100 {
+		t.Errorf("bounded admitted %d, want 100", admitted.Load())
+	}
+}
+
+func TestStorageSweepsExpiredKeys(t *testing.T) {
+	s, c := newStorage()
+	ctx := context.Background()
+	for i := 0; i < 1000; i++ {
+		_ = s.Set(ctx, fmt.Sprint("old", i), "x", time.Second)
+	}
+	c.advance(time.Second)
+	for i := 0; i < 3000; i++ {
+		_ = s.Set(ctx, fmt.Sprint("new", i), "x", time.Minute)
+	}
+	// Each of the 32 shards holds about 31 expired and 94 live keys, so
+	// each passes its first sweep size (64) after the clock moved.
+	if n := s.Len(); n != 3000 {
+		t.Errorf("%d entries held, want the 3000 live ones", n)
+	}
+}
+
+func TestStorageHonoursContext(t *testing.T) {
+	s, _ := newStorage()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := s.Increment(ctx, "k", 1, time.Second); !errors.Is(err, context.Canceled) {
+		t.Errorf("Increment on a cancelled context: %v", err)
+	}
+}
+
+func ExampleStorage() {
+	s := memory.NewStorage()
+	ctx := context.Background()
+	c, _ := s.Increment(ctx, "hits", 1, time.Minute)
+	c, _ = s.Increment(ctx, "hits", 1, time.Minute)
+	_, ok, _ := s.IncrementBounded(ctx, "hits", 1, 2, time.Minute)
+	fmt.Println(c.Value, ok)
+	// Output:
+	// 2 false
+}

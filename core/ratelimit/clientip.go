@@ -1,0 +1,93 @@
+package ratelimit
+
+import (
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// UnknownClient is the client part of the key of requests with no usable
+// IP address: they share one bucket per path rather than go unlimited.
+const UnknownClient = "unknown"
+
+// ClientKey returns the client part of a request's rate-limit key: its IP
+// address, with IPv4-mapped IPv6 addresses as IPv4 and IPv6 addresses
+// grouped by their /64 prefix (one subscriber usually holds a whole /64),
+// or [UnknownClient].
+//
+// The address is the connection's peer (RemoteAddr). When the peer is in
+// trusted, the request came through a proxy: X-Forwarded-For is read from
+// the right, skipping addresses in trusted, and the first other address is
+// the client (addresses to its left were written by the client and prove
+// nothing). When every address is trusted, the leftmost one is used. An
+// unparsable address where the client should be gives [UnknownClient].
+func ClientKey(r *http.Request, trusted []netip.Prefix) string {
+	peer, ok := parseHost(r.RemoteAddr)
+	if !ok {
+		return UnknownClient
+	}
+	addr := peer
+	if isTrusted(peer, trusted) {
+		hops := forwardedFor(r)
+		for i := len(hops) - 1; i >= 0; i-- {
+			a, ok := parseHost(hops[i])
+			if !ok {
+				return UnknownClient
+			}
+			addr = a
+			if !isTrusted(a, trusted) {
+				break
+			}
+		}
+	}
+	return group(addr)
+}
+
+// forwardedFor returns every X-Forwarded-For hop, left to right, across
+// repeated headers.
+func forwardedFor(r *http.Request) []string {
+	var hops []string
+	for _, h := range r.Header.Values("X-Forwarded-For") {
+		for _, hop := range strings.Split(h, ",") {
+			if hop = strings.TrimSpace(hop); hop != "" {
+				hops = append(hops, hop)
+			}
+		}
+	}
+	return hops
+}
+
+// parseHost parses "ip", "ip:port", "[ipv6]:port" or "[ipv6]".
+func parseHost(s string) (netip.Addr, bool) {
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return normal(ap.Addr())
+	}
+	s = strings.TrimSuffix(strings.TrimPrefix(s, "["), "]")
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Addr{}, false
+	}
+	return normal(a)
+}
+
+func normal(a netip.Addr) (netip.Addr, bool) {
+	a = a.Unmap().WithZone("")
+	return a, a.IsValid() && !a.IsUnspecified()
+}
+
+func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
+	for _, p := range trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+func group(a netip.Addr) string {
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}

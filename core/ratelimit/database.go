@@ -1,0 +1,145 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Database keeps counters in the rateLimit model through db, shared by every
+// process using the same tables. See the package documentation for the
+// guarded writes.
+// Keys longer than the key column (255 characters by default) are refused.
+func Database(db *core.DB) Storage { return &dbStorage{db: db} }
+
+type dbStorage struct {
+	db      *core.DB
+	keySize int // the key column's length; 0 for unbounded
+}
+
+const model = core.ModelRateLimit
+
+func (s *dbStorage) check(Mode) error {
+	if s.db == nil {
+		return invalidf("Database: nil core.DB")
+	}
+	t, ok := s.db.Schema().Table(model)
+	if !ok {
+		return invalidf("Database: the schema has no %q model", model)
+	}
+	if c, ok := t.Column("key"); ok {
+		s.keySize = c.Field.Size
+	}
+	return nil
+}
+
+// fits refuses a key the column cannot hold: MySQL outside strict mode
+// would truncate it, and two keys could then share a counter.
+func (s *dbStorage) fits(key string) error {
+	if n := utf8.RuneCountInString(key); s.keySize > 0 && n > s.keySize {
+		return invalidf("key of %d characters is longer than the %d the key column holds", n, s.keySize)
+	}
+	return nil
+}
+
+func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
+	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	w := rule.Window.Milliseconds()
+	for range attempts {
+		if err := ctx.Err(); err != nil {
+			return state{}, err
+		}
+		// The in-window increment first: in steady state it is the only
+		// round trip of an allowed request.
+		inc := core.IncrementRequest{
+			Model:     model,
+			Where:     []core.Where{core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)},
+			Increment: map[string]int64{"count": cost},
+		}
+		if m == BetterAuthWindow {
+			inc.Set = map[string]any{"lastRequest": now}
+		}
+		row, ok, err := s.db.IncrementOne(ctx, inc)
+		switch {
+		case lostRace(err):
+			continue
+		case err != nil:
+			return state{}, err
+		case ok:
+			return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
+		}
+
+		row, ok, err = s.db.FindOne(ctx, model, core.Eq("key", key))
+		if err != nil {
+			return state{}, err
+		}
+		if !ok {
+			// A fresh key. A unique conflict means a concurrent opener won:
+			// decide again on its row. The next attempt starts with the
+			// in-window increment, which is the decision for a row with room,
+			// and reads the row only if that misses.
+			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": cost, "lastRequest": now}); err != nil {
+				if errors.Is(err, core.ErrConflict) {
+					continue
+				}
+				return state{}, err
+			}
+			return state{allowed: true, count: cost, reset: now + w}, nil
+		}
+		count, last := row.Int("count"), row.Int("lastRequest")
+		switch {
+		case now-last >= w:
+			// The window is over. Guarding on the start read lets exactly one
+			// concurrent caller reset; the others find the new window.
+			_, ok, err := s.db.IncrementOne(ctx, core.IncrementRequest{
+				Model: model,
+				Where: []core.Where{core.Eq("key", key), core.Lte("lastRequest", last)},
+				Set:   map[string]any{"count": cost, "lastRequest": now},
+			})
+			switch {
+			case lostRace(err):
+			case err != nil:
+				return state{}, err
+			case ok:
+				return state{allowed: true, count: cost, reset: now + w}, nil
+			}
+		case count > rule.Max-cost:
+			return state{count: count, reset: last + w}, nil
+		}
+		// The row changed between the increment and the read: decide again.
+	}
+	return state{}, fmt.Errorf("%w: still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))
+	if err != nil {
+		return state{}, err
+	}
+	return peekState(ok, row.Int("count"), row.Int("lastRequest"), rule, now), nil
+}
+
+// peekState judges a counter read without writing it.
+func peekState(exists bool, count, last int64, rule Rule, now int64) state {
+	w := rule.Window.Milliseconds()
+	if !exists || now-last >= w {
+		return state{allowed: rule.Max > 0, reset: now + w}
+	}
+	return state{allowed: count < rule.Max, count: count, reset: last + w}
+}
+
+func (s *dbStorage) prune(ctx context.Context, now, longest int64) (int64, error) {
+	if longest <= 0 {
+		return 0, invalidf("Prune: database storage needs the longest window: use WithLongestWindow")
+	}
+	// A row whose start is longest or more ago is over under every rule.
+	return s.db.DeleteMany(ctx, model, core.Lte("lastRequest", now-longest))
+}

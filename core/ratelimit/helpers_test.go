@@ -1,0 +1,119 @@
+package ratelimit_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// t0 is the tests' start instant.
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// clock is a clock moved by hand.
+type clock struct{ ms atomic.Int64 }
+
+func newClock() *clock {
+	c := &clock{}
+	c.ms.Store(t0.UnixMilli())
+	return c
+}
+
+func (c *clock) Now() time.Time            { return time.UnixMilli(c.ms.Load()).UTC() }
+func (c *clock) Set(d time.Duration)       { c.ms.Store(t0.Add(d).UnixMilli()) }
+func (c *clock) At(d time.Duration) func() { return func() { c.Set(d) } }
+
+// backend is one storage under test, with a count of its round trips.
+type backend struct {
+	name      string
+	storage   func(c *clock) ratelimit.Storage
+	calls     func() int64
+	db        *core.DB // nil unless database storage
+	betterOK  bool     // serves BetterAuthWindow
+	exactPeek bool     // Check reports the exact reset
+}
+
+// backends returns every storage, each fresh.
+func backends(t *testing.T) []backend {
+	t.Helper()
+	native, fallback := memory.New(), memory.New()
+	ndb, err := core.New(native)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdb, err := core.New(fallback.WithoutIncrementOne())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ss *memory.Storage
+	return []backend{
+		{name: "database", storage: func(*clock) ratelimit.Storage { return ratelimit.Database(ndb) }, calls: native.Calls, db: ndb, betterOK: true, exactPeek: true},
+		{name: "database-fallback", storage: func(*clock) ratelimit.Storage { return ratelimit.Database(fdb) }, calls: fallback.Calls, db: fdb, betterOK: true, exactPeek: true},
+		{name: "memory", storage: func(*clock) ratelimit.Storage { return ratelimit.Memory(1000) }, calls: func() int64 { return 0 }, betterOK: true, exactPeek: true},
+		{name: "secondary", storage: func(c *clock) ratelimit.Storage {
+			ss = memory.NewStorage(memory.WithClock(c.Now))
+			return ratelimit.Secondary(ss)
+		}, calls: func() int64 { return ss.Calls() }},
+	}
+}
+
+func newLimiter(t *testing.T, s ratelimit.Storage, opts ...ratelimit.Option) *ratelimit.Limiter {
+	t.Helper()
+	l, err := ratelimit.New(s, opts...)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+// step is one request of a scripted sequence and its expected decision.
+type step struct {
+	at        time.Duration // since t0
+	cost      int64
+	allowed   bool
+	remaining int64
+	reset     time.Duration // since t0
+	retry     time.Duration
+}
+
+func runSteps(t *testing.T, l *ratelimit.Limiter, c *clock, key string, rule ratelimit.Rule, steps []step) {
+	t.Helper()
+	ctx := context.Background()
+	for i, s := range steps {
+		c.Set(s.at)
+		d, err := l.ConsumeN(ctx, key, rule, s.cost)
+		if err != nil {
+			t.Fatalf("step %d at %v: %v", i, s.at, err)
+		}
+		want := ratelimit.Decision{Allowed: s.allowed, Limit: rule.Max, Remaining: s.remaining, Reset: t0.Add(s.reset), RetryAfter: s.retry}
+		if d != want {
+			t.Errorf("step %d at %v cost %d:\n got %+v\nwant %+v", i, s.at, s.cost, d, want)
+		}
+	}
+}
+
+// release runs fn in n goroutines released at once from a barrier, and
+// waits for them all.
+func release(n int, fn func(i int)) {
+	var ready, done sync.WaitGroup
+	gate := make(chan struct{})
+	ready.Add(n)
+	done.Add(n)
+	for i := 0; i < n; i++ {
+		go func() {
+			defer done.Done()
+			ready.Done()
+			<-gate
+			fn(i)
+		}()
+	}
+	ready.Wait()
+	close(gate)
+	done.Wait()
+}

@@ -1,0 +1,221 @@
+package ratelimit
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// HTTPConfig configures [Middleware].
+//
+// A request's rule is chosen in this order, the first that applies winning:
+//  1. RuleFor, when set and it returns true;
+//  2. Paths[path], an exact path;
+//  3. the matching pattern of Paths (keys containing '*', where '*' matches
+//     any run of characters, '/' included) with the most characters other
+//     than '*'; a tie goes to the pattern that sorts first;
+//  4. Default.
+//
+// Any of them may be [Unlimited], which lets the request through untouched.
+// The path is the request's URL path, cleaned (path.Clean), without its query.
+type HTTPConfig struct {
+	// Limiter decides the requests. Required.
+	Limiter *Limiter
+	// Default applies to paths no other rule names. Required: set it to
+	// Unlimited to limit only the paths named.
+	Default Rule
+	// Paths maps exact paths and '*' patterns to rules.
+	Paths map[string]Rule
+	// RuleFor, when set, is asked first; returning false falls through to
+	// Paths and Default.
+	RuleFor func(r *http.Request) (Rule, bool)
+	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
+	// See [ClientKey].
+	TrustedProxies []netip.Prefix
+	// OnError, when set, receives the limiter's errors (the response is 503
+	// when the limiter fails closed, the request goes through when it fails open).
+	OnError func(r *http.Request, err error)
+}
+
+type pattern struct {
+	glob    string
+	literal int // characters other than '*'
+	rule    Rule
+}
+
+type middleware struct {
+	cfg      HTTPConfig
+	exact    map[string]Rule
+	patterns []pattern
+}
+
+// Middleware returns net/http middleware that limits each client (see
+// [ClientKey]) per path. The key is the client, "|", and the cleaned path.
+//
+// Every limited response carries RateLimit-Limit, RateLimit-Remaining and
+// RateLimit-Reset (seconds until the window ends, rounded up). A denied
+// request gets status 429, a JSON body with code "RATE_LIMITED", and
+// Retry-After and X-Retry-After in whole seconds, rounded up.
+func Middleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
+	if cfg.Limiter == nil {
+		return nil, invalidf("Middleware: nil Limiter")
+	}
+	m := &middleware{cfg: cfg, exact: map[string]Rule{}}
+	if err := m.checkRule("Default", cfg.Default); err != nil {
+		return nil, err
+	}
+	for p, rule := range cfg.Paths {
+		if err := m.checkRule(fmt.Sprintf("Paths[%q]", p), rule); err != nil {
+			return nil, err
+		}
+		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "*") {
+			return nil, invalidf("Middleware: Paths[%q]: a path must start with '/' or '*'", p)
+		}
+		if strings.Contains(p, "*") {
+			m.patterns = append(m.patterns, pattern{glob: p, literal: len(p) - strings.Count(p, "*"), rule: rule})
+		} else {
+			m.exact[path.Clean(p)] = rule
+		}
+	}
+	sort.Slice(m.patterns, func(i, j int) bool {
+		a, b := m.patterns[i], m.patterns[j]
+		if a.literal != b.literal {
+			return a.literal > b.literal
+		}
+		return a.glob < b.glob
+	})
+	return m.wrap, nil
+}
+
+func (m *middleware) checkRule(where string, rule Rule) error {
+	if rule == Unlimited {
+		return nil
+	}
+	if err := rule.Validate(); err != nil {
+		return fmt.Errorf("%w (Middleware: %s)", err, where)
+	}
+	if l := m.cfg.Limiter.longest; l > 0 && rule.Window > l {
+		return invalidf("Middleware: %s: window %v is longer than the limiter's longest window %v", where, rule.Window, l)
+	}
+	return nil
+}
+
+// ruleFor picks the request's rule in the documented order.
+func (m *middleware) ruleFor(r *http.Request, p string) Rule {
+	if m.cfg.RuleFor != nil {
+		if rule, ok := m.cfg.RuleFor(r); ok {
+			return rule
+		}
+	}
+	if rule, ok := m.exact[p]; ok {
+		return rule
+	}
+	for _, pt := range m.patterns {
+		if globMatch(pt.glob, p) {
+			return pt.rule
+		}
+	}
+	return m.cfg.Default
+}
+
+func (m *middleware) wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := path.Clean("/" + r.URL.Path)
+		rule := m.ruleFor(r, p)
+		if rule == Unlimited {
+			next.ServeHTTP(w, r)
+			return
+		}
+		l := m.cfg.Limiter
+		d, err := l.Consume(r.Context(), fitKey(ClientKey(r, m.cfg.TrustedProxies)+"|"+p), rule)
+		if err != nil {
+			if m.cfg.OnError != nil {
+				m.cfg.OnError(r, err)
+			}
+			if d.Allowed {
+				next.ServeHTTP(w, r)
+				return
+			}
+			writeJSON(w, http.StatusServiceUnavailable, map[string]any{
+				"code": "RATE_LIMIT_UNAVAILABLE", "message": "The rate limiter is unavailable. Please try again later."})
+			return
+		}
+		now := time.UnixMilli(l.now())
+		h := w.Header()
+		h.Set("RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+		h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
+		h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset.Sub(now)), 10))
+		if d.Allowed {
+			next.ServeHTTP(w, r)
+			return
+		}
+		secs := ceilSeconds(d.RetryAfter)
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
+		h.Set("X-Retry-After", strconv.FormatInt(secs, 10))
+		writeJSON(w, http.StatusTooManyRequests, map[string]any{
+			"code": "RATE_LIMITED", "message": "Too many requests. Please try again later.", "retryAfter": secs})
+	})
+}
+
+// MaxKeyLength is the longest key the middleware passes to the limiter, in
+// bytes: the default key column holds 255 characters. A longer key (a long
+// path) keeps its first bytes and ends with a hash of the whole key.
+const MaxKeyLength = 255
+
+func fitKey(key string) string {
+	if len(key) <= MaxKeyLength {
+		return key
+	}
+	sum := sha256.Sum256([]byte(key))
+	tail := "#" + base64.RawURLEncoding.EncodeToString(sum[:])
+	head := key[:MaxKeyLength-len(tail)]
+	for !utf8.ValidString(head) { // do not cut a character in two
+		head = head[:len(head)-1]
+	}
+	return head + tail
+}
+
+// ceilSeconds rounds up, so that a client waiting that long is admitted.
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+// globMatch reports whether s matches pattern, where '*' matches any run of
+// characters (possibly empty) and everything else matches itself.
+func globMatch(pattern, s string) bool {
+	parts := strings.Split(pattern, "*")
+	if len(parts) == 1 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, parts[0]) {
+		return false
+	}
+	s = s[len(parts[0]):]
+	last := parts[len(parts)-1]
+	for _, part := range parts[1 : len(parts)-1] {
+		i := strings.Index(s, part)
+		if i < 0 {
+			return false
+		}
+		s = s[i+len(part):]
+	}
+	return len(s) >= len(last) && strings.HasSuffix(s, last)
+}

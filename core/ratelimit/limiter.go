@@ -1,0 +1,219 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Mode chooses the window semantics of a [Limiter].
+type Mode uint8
+
+const (
+	// FixedWindow, the default: a window opens at a key's first request and
+	// requests inside it do not move it.
+	FixedWindow Mode = iota
+	// BetterAuthWindow: every allowed request moves the window's start to
+	// its own time, as Better Auth does, so the window measures idle time.
+	// Use it to share a rateLimit table with a Better Auth deployment.
+	BetterAuthWindow
+)
+
+// DefaultMaxAttempts is how many times a request may lose a race (a guarded
+// write that matched nothing, or a unique conflict on a fresh key) before
+// the limiter gives up with an error.
+const DefaultMaxAttempts = 10
+
+// DefaultDenialCacheSize is how many denied keys a limiter remembers.
+const DefaultDenialCacheSize = 10000
+
+// Limiter decides requests against a [Storage]. It is safe for concurrent
+// use. Several limiters, in one process or many, may share one database or
+// secondary storage: the storage's guarded writes keep them exact.
+type Limiter struct {
+	store    Storage
+	clock    func() time.Time
+	mode     Mode
+	failOpen bool
+	attempts int
+	longest  time.Duration
+	denials  *boundedMap[denial] // nil: no denial cache
+
+	mu        sync.Mutex // guards pruners and closed
+	pruners   []chan struct{}
+	wg        sync.WaitGroup
+	closed    bool
+	newTicker func(time.Duration) (<-chan time.Time, func()) // tests replace it
+}
+
+type options struct {
+	clock    func() time.Time
+	mode     Mode
+	failOpen bool
+	attempts int
+	cache    int
+	longest  time.Duration
+}
+
+// Option configures [New].
+type Option func(*options)
+
+// WithClock makes the limiter read time from clock instead of time.Now.
+func WithClock(clock func() time.Time) Option { return func(o *options) { o.clock = clock } }
+
+// WithMode chooses the window semantics (default [FixedWindow]).
+func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
+
+// WithFailOpen admits requests when the storage fails. The default is to
+// deny them (fail closed). The error is returned either way.
+func WithFailOpen() Option { return func(o *options) { o.failOpen = true } }
+
+// WithMaxAttempts bounds how many races one request may lose before it
+// fails (default [DefaultMaxAttempts], at least 1).
+func WithMaxAttempts(n int) Option { return func(o *options) { o.attempts = n } }
+
+// WithDenialCache sets how many denied keys the limiter remembers (default
+// [DefaultDenialCacheSize]); 0 turns the denial cache off.
+func WithDenialCache(n int) Option { return func(o *options) { o.cache = n } }
+
+// WithLongestWindow declares the longest window any rule of this limiter
+// uses. [Limiter.Prune] needs it for database storage, to delete only rows
+// whose window is over under every rule; a rule with a longer window is
+// then refused.
+func WithLongestWindow(d time.Duration) Option { return func(o *options) { o.longest = d } }
+
+// New returns a limiter on s.
+func New(s Storage, opts ...Option) (*Limiter, error) {
+	o := options{clock: time.Now, attempts: DefaultMaxAttempts, cache: DefaultDenialCacheSize}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	switch {
+	case s == nil:
+		return nil, invalidf("New: nil storage")
+	case o.clock == nil:
+		return nil, invalidf("New: nil clock")
+	case o.mode != FixedWindow && o.mode != BetterAuthWindow:
+		return nil, invalidf("New: unknown mode %d", o.mode)
+	case o.attempts < 1:
+		return nil, invalidf("New: max attempts %d must be at least 1", o.attempts)
+	case o.cache < 0:
+		return nil, invalidf("New: denial cache size %d must not be negative", o.cache)
+	case o.longest < 0 || o.longest%time.Millisecond != 0:
+		return nil, invalidf("New: longest window %v must be a positive whole number of milliseconds", o.longest)
+	}
+	if err := s.check(o.mode); err != nil {
+		return nil, err
+	}
+	l := &Limiter{store: s, clock: o.clock, mode: o.mode, failOpen: o.failOpen,
+		attempts: o.attempts, longest: o.longest, newTicker: realTicker}
+	if o.cache > 0 {
+		l.denials = newBoundedMap(o.cache, func(d denial) int64 { return d.until })
+	}
+	return l, nil
+}
+
+// Consume spends one unit of key's budget under rule.
+func (l *Limiter) Consume(ctx context.Context, key string, rule Rule) (Decision, error) {
+	return l.ConsumeN(ctx, key, rule, 1)
+}
+
+// Check reports whether a request of cost 1 would be admitted now, without
+// counting anything: ConsumeN with cost 0.
+func (l *Limiter) Check(ctx context.Context, key string, rule Rule) (Decision, error) {
+	return l.ConsumeN(ctx, key, rule, 0)
+}
+
+// ConsumeN spends cost units of key's budget under rule when they fit in the
+// current window, and denies the request otherwise, leaving the count as it
+// was. Cost 0 only checks: nothing is written, and Allowed reports whether
+// a request of cost 1 would be admitted. A cost above rule.Max is never
+// admitted; its RetryAfter only says when the window resets. Max 0 denies
+// every request without asking the storage, with RetryAfter one window.
+func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
+	now := l.now()
+	if err := l.validate(key, rule, cost); err != nil {
+		return Decision{Limit: rule.Max}, err
+	}
+	w := rule.Window.Milliseconds()
+	if rule.Max == 0 {
+		return decide(rule, now, state{reset: now + w}), nil
+	}
+	if d, ok := l.cached(key, rule, now); ok {
+		return d, nil
+	}
+	var (
+		st  state
+		err error
+	)
+	if cost == 0 || cost > rule.Max {
+		st, err = l.store.peek(ctx, key, rule, now)
+		if cost > rule.Max {
+			st.allowed = false
+		}
+	} else {
+		st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
+	}
+	if err != nil {
+		// A request the storage refused as invalid is denied whatever the policy.
+		open := l.failOpen && !errors.Is(err, core.ErrInvalid)
+		return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
+	}
+	if !st.allowed && st.count >= rule.Max && st.reset > now && !st.inexact && l.denials != nil {
+		l.denials.put(key, denial{until: st.reset, rule: rule}, now)
+	}
+	return decide(rule, now, st), nil
+}
+
+func (l *Limiter) validate(key string, rule Rule, cost int64) error {
+	if key == "" {
+		return invalidf("empty key")
+	}
+	if cost < 0 {
+		return invalidf("key %q: cost %d must not be negative", key, cost)
+	}
+	if err := rule.Validate(); err != nil {
+		return fmt.Errorf("%w (key %q)", err, key)
+	}
+	if l.longest > 0 && rule.Window > l.longest {
+		return invalidf("key %q: rule window %v is longer than the declared longest window %v", key, rule.Window, l.longest)
+	}
+	return nil
+}
+
+// now reads the clock in epoch milliseconds, the storages' resolution.
+func (l *Limiter) now() int64 { return l.clock().UnixMilli() }
+
+func decide(rule Rule, now int64, st state) Decision {
+	d := Decision{Allowed: st.allowed, Limit: rule.Max, Remaining: max(rule.Max-st.count, 0),
+		Reset: time.UnixMilli(st.reset).UTC()}
+	if !st.allowed {
+		d.RetryAfter = time.Duration(max(st.reset-now, 0)) * time.Millisecond
+	}
+	return d
+}
+
+// denial is a key known to be full until an instant, under one rule.
+type denial struct {
+	until int64
+	rule  Rule
+}
+
+func (l *Limiter) cached(key string, rule Rule, now int64) (Decision, bool) {
+	if l.denials == nil {
+		return Decision{}, false
+	}
+	d, ok := l.denials.get(key, now)
+	if !ok || d.rule != rule {
+		return Decision{}, false
+	}
+	return decide(rule, now, state{count: rule.Max, reset: d.until}), true
+}
+
+// lostRace reports a guarded write that lost to a concurrent one inside
+// core's transaction fallback: worth another attempt, not a failure.
+func lostRace(err error) bool { return errors.Is(err, core.ErrContention) }

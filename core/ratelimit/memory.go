@@ -1,0 +1,78 @@
+package ratelimit
+
+import "context"
+
+// Memory keeps counters in this process: at most maxKeys of them, in shards
+// with a lock each. A full shard makes room for a new key by dropping its
+// expired counters first and, when none has expired, the one whose window
+// ends soonest: that key then starts afresh, a deliberate trade of
+// exactness for bounded memory. Size maxKeys for your number of live keys.
+func Memory(maxKeys int) Storage {
+	s := &memStorage{maxKeys: maxKeys}
+	if maxKeys > 0 {
+		s.m = newBoundedMap(maxKeys, func(e *memEntry) int64 { return e.last + e.window })
+	}
+	return s
+}
+
+type memStorage struct {
+	maxKeys int
+	m       *boundedMap[*memEntry]
+}
+
+type memEntry struct {
+	count, last, window int64
+}
+
+func (s *memStorage) check(Mode) error {
+	if s.maxKeys <= 0 {
+		return invalidf("Memory: maxKeys %d must be positive", s.maxKeys)
+	}
+	return nil
+}
+
+// consume runs the same decision as the database storage, under the shard's
+// lock instead of guarded writes.
+func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
+	if err := ctx.Err(); err != nil {
+		return state{}, err
+	}
+	w := rule.Window.Milliseconds()
+	sh := s.m.lock(key)
+	defer sh.mu.Unlock()
+	e, ok := sh.m[key]
+	switch {
+	case !ok || now-e.last >= w:
+		s.m.store(sh, key, &memEntry{count: cost, last: now, window: w}, now)
+		return state{allowed: true, count: cost, reset: now + w}, nil
+	case e.count > rule.Max-cost:
+		return state{count: e.count, reset: e.last + w}, nil
+	}
+	e.count += cost
+	e.window = w
+	if m == BetterAuthWindow {
+		e.last = now
+	}
+	return state{allowed: true, count: e.count, reset: e.last + w}, nil
+}
+
+func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	if err := ctx.Err(); err != nil {
+		return state{}, err
+	}
+	sh := s.m.lock(key)
+	e, ok := sh.m[key]
+	var count, last int64
+	if ok {
+		count, last = e.count, e.last
+	}
+	sh.mu.Unlock()
+	return peekState(ok, count, last, rule, now), nil
+}
+
+func (s *memStorage) prune(_ context.Context, now, _ int64) (int64, error) {
+	return s.m.sweep(now), nil
+}
+
+// len returns how many counters the storage holds, expired ones included.
+func (s *memStorage) len() int { return s.m.len() }

@@ -1,0 +1,83 @@
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Prune deletes the counters whose window is over and returns how many. A
+// counter whose window may still be live is never deleted: with database
+// storage, a row goes only when its lastRequest is at least the declared
+// longest window ago ([WithLongestWindow] is required), and a rule with a
+// longer window is refused. The secondary storage expires counters itself,
+// so Prune does nothing there.
+func (l *Limiter) Prune(ctx context.Context) (int64, error) {
+	n, err := l.store.prune(ctx, l.now(), l.longest.Milliseconds())
+	if err != nil {
+		return n, fmt.Errorf("ratelimit: Prune: %w", err)
+	}
+	if l.denials != nil {
+		l.denials.sweep(l.now())
+	}
+	return n, nil
+}
+
+// StartPruning runs Prune every interval in a goroutine until ctx is done or
+// [Limiter.Close] is called. onError, which may be nil, receives Prune's
+// errors; pruning goes on after one.
+func (l *Limiter) StartPruning(ctx context.Context, every time.Duration, onError func(error)) error {
+	if every <= 0 {
+		return invalidf("StartPruning: interval %v must be positive", every)
+	}
+	if _, ok := l.store.(*dbStorage); ok && l.longest <= 0 {
+		return invalidf("StartPruning: database storage needs the longest window: use WithLongestWindow")
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return invalidf("StartPruning: the limiter is closed")
+	}
+	stop := make(chan struct{})
+	l.pruners = append(l.pruners, stop)
+	tick, release := l.newTicker(every)
+	l.wg.Add(1)
+	go func() {
+		defer l.wg.Done()
+		defer release()
+		for ctx.Err() == nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-stop:
+				return
+			case <-tick:
+				if _, err := l.Prune(ctx); err != nil && onError != nil && ctx.Err() == nil {
+					onError(err)
+				}
+			}
+		}
+	}()
+	return nil
+}
+
+// Close stops every pruning goroutine and waits for them to end. The limiter
+// still decides requests afterwards.
+func (l *Limiter) Close() error {
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		for _, stop := range l.pruners {
+			close(stop)
+		}
+		l.pruners = nil
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	return nil
+}
+
+func realTicker(d time.Duration) (<-chan time.Time, func()) {
+	t := time.NewTicker(d)
+	return t.C, t.Stop
+}
