@@ -52,7 +52,12 @@ func (d Dialect) ColumnType(f core.Field) string {
 		case MySQL:
 			return "DATETIME(3)"
 		}
-		return "TEXT" // core.TimeLayout: fixed-width UTC, ordered as text
+		// SQLite has no time type: the value is the text of core.FormatTime
+		// (fixed-width UTC, ordered as text). The declared type DATETIME
+		// keeps that text as it is (NUMERIC affinity leaves a non-number
+		// alone) and tells the drivers (modernc, mattn) to scan it into a
+		// time.Time, which ORM structs need; TEXT would hand back a string.
+		return "DATETIME"
 	}
 	if f.Size > 0 && d != SQLite {
 		return fmt.Sprintf("VARCHAR(%d)", f.Size)
