@@ -1,4 +1,284 @@
 package adaptertest
 
-// apiKeyScenarios are the API-key verifier's concurrent cases.
-func apiKeyScenarios() []scenario { return nil }
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+)
+
+// The load of the API-key races.
+const (
+	apiKeyLastUnitCallers = 50
+	apiKeyRefillCallers   = 20
+	apiKeyRateCallers     = 20
+)
+
+// apiKeyBody is one API-key race, run once per round on a key of its own.
+type apiKeyBody struct {
+	name     string
+	contract string
+	run      func(ctx context.Context, r *apiKeyRound) error
+}
+
+// apiKeyScenarios are the API-key verifier's concurrent cases: every race
+// in every variant of [raceVariants] (one pool, several pools, and the
+// transaction fallback of each).
+func apiKeyScenarios() []scenario {
+	var out []scenario
+	for _, body := range []apiKeyBody{
+		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit},
+		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue},
+		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot},
+	} {
+		for _, v := range raceVariants() {
+			out = append(out, scenario{
+				name:             body.name + v.suffix,
+				contract:         body.contract,
+				needs:            v.needs,
+				run:              apiKeyRounder(body.run, v.dbs),
+				catchesNonAtomic: v.native,
+			})
+		}
+	}
+	return out
+}
+
+// apiKeyRound is what one round of a race gets: a manager per caller DB,
+// all sharing one settable clock, and an ungated manager on f.DB to set up
+// keys and read them back.
+type apiKeyRound struct {
+	f       *Fixture
+	admin   *apikey.Manager
+	callers []*apikey.Manager
+	nowMs   *atomic.Int64
+	gate    *atomic.Pointer[readBarrier]
+}
+
+func (r *apiKeyRound) now() time.Time { return time.UnixMilli(r.nowMs.Load()).UTC() }
+
+// apiKeyRounder runs a race body raceRounds times, each on fresh keys.
+func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*Fixture) ([]*core.DB, error)) func(context.Context, *Fixture) error {
+	return func(ctx context.Context, f *Fixture) error {
+		dbs, err := dbsOf(f)
+		if err != nil {
+			return fmt.Errorf("opening the callers' DBs: %w", err)
+		}
+		r := &apiKeyRound{f: f, nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
+		r.nowMs.Store(time.Now().UnixMilli())
+		if r.admin, err = apikey.New(f.DB, apikey.WithClock(r.now)); err != nil {
+			return err
+		}
+		for _, db := range dbs {
+			// Every caller's first read waits at the barrier until all
+			// callers have read: they all decide from one snapshot, the
+			// worst interleaving for the guarded write to survive.
+			opts := []core.Option{core.WithSchema(f.Schema)}
+			if !db.NativeIncrement() {
+				opts = append(opts, core.WithFallback())
+			}
+			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, _ core.Record) { r.gate.Load().wait(ctx) }), opts...)
+			if err != nil {
+				return err
+			}
+			m, err := apikey.New(gated, apikey.WithClock(r.now))
+			if err != nil {
+				return err
+			}
+			r.callers = append(r.callers, m)
+		}
+		var errs []error
+		for round := 0; round < raceRounds; round++ {
+			if err := body(ctx, r); err != nil {
+				errs = append(errs, fmt.Errorf("round %d: %w", round, err))
+			}
+		}
+		return errors.Join(errs...)
+	}
+}
+
+// readBarrier holds the first n reads, once done, until all n have arrived
+// (or the context ends); later reads pass.
+type readBarrier struct {
+	mu      sync.Mutex
+	n       int
+	arrived int
+	open    chan struct{}
+}
+
+func (b *readBarrier) wait(ctx context.Context) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	b.arrived++
+	a := b.arrived
+	if a == b.n {
+		close(b.open)
+	}
+	b.mu.Unlock()
+	if a <= b.n {
+		select {
+		case <-b.open:
+		case <-ctx.Done():
+		}
+	}
+}
+
+// outcomes counts the answers of concurrent verifications.
+type outcomes struct {
+	mu    sync.Mutex
+	codes map[apikey.Code]int
+	left  map[int64]int // remaining after each admitted verification
+	errs  errorList
+}
+
+// verifyConcurrently releases n verifications of plaintext at once, caller
+// i on manager i mod len(callers), with the read barrier armed.
+func (r *apiKeyRound) verifyConcurrently(ctx context.Context, plaintext string, n int) *outcomes {
+	o := &outcomes{codes: map[apikey.Code]int{}, left: map[int64]int{}}
+	r.gate.Store(&readBarrier{n: n, open: make(chan struct{})})
+	defer r.gate.Store(nil)
+	Release(n, func(i int) {
+		res, err := r.callers[i%len(r.callers)].Verify(ctx, plaintext)
+		if err != nil {
+			o.errs.add(fmt.Errorf("caller %d: %w", i, err))
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.codes[res.Code]++
+		if res.Valid && res.Key.Remaining != nil {
+			o.left[*res.Key.Remaining]++
+		}
+	})
+	return o
+}
+
+// expect compares the counted codes with want (code → count).
+func (o *outcomes) expect(want map[apikey.Code]int) error {
+	if err := o.errs.err(); err != nil {
+		return err
+	}
+	same := true
+	for code, n := range want {
+		same = same && o.codes[code] == n
+	}
+	for code, n := range o.codes {
+		same = same && want[code] == n
+	}
+	if !same {
+		return fmt.Errorf("verifications answered %s, want %s", describe(o.codes), describe(want))
+	}
+	return nil
+}
+
+// describe formats outcome counts, naming the admitted ones.
+func describe(codes map[apikey.Code]int) string {
+	out := fmt.Sprintf("%d admitted", codes[""])
+	for _, c := range []apikey.Code{apikey.CodeInvalid, apikey.CodeDisabled, apikey.CodeExpired, apikey.CodeUsageExceeded, apikey.CodeRateLimited} {
+		if codes[c] > 0 {
+			out += fmt.Sprintf(", %d %s", codes[c], c)
+		}
+	}
+	return out
+}
+
+func (r *apiKeyRound) create(ctx context.Context, p apikey.CreateParams) (string, *apikey.Key, error) {
+	p.ReferenceID = "adaptertest"
+	plaintext, k, err := r.admin.Create(ctx, p)
+	if err != nil {
+		return "", nil, fmt.Errorf("creating the key: %w", err)
+	}
+	return plaintext, k, nil
+}
+
+func ptrInt(n int64) *int64 { return &n }
+
+func apiKeyLastUnit(ctx context.Context, r *apiKeyRound) error {
+	plaintext, k, err := r.create(ctx, apikey.CreateParams{Remaining: ptrInt(1), RateLimit: &apikey.RateLimit{}})
+	if err != nil {
+		return err
+	}
+	o := r.verifyConcurrently(ctx, plaintext, apiKeyLastUnitCallers)
+	if err := o.expect(map[apikey.Code]int{"": 1, apikey.CodeUsageExceeded: apiKeyLastUnitCallers - 1}); err != nil {
+		return err
+	}
+	return r.expectStored(ctx, k.ID, 0, 0)
+}
+
+func apiKeyRefillDue(ctx context.Context, r *apiKeyRound) error {
+	const amount = 5
+	plaintext, k, err := r.create(ctx, apikey.CreateParams{
+		Remaining: ptrInt(0),
+		Refill:    apikey.Refill{Interval: time.Hour, Amount: amount},
+		RateLimit: &apikey.RateLimit{},
+	})
+	if err != nil {
+		return err
+	}
+	r.nowMs.Add((2 * time.Hour).Milliseconds())
+	refillAt := r.now()
+	o := r.verifyConcurrently(ctx, plaintext, apiKeyRefillCallers)
+	if err := o.expect(map[apikey.Code]int{"": amount, apikey.CodeUsageExceeded: apiKeyRefillCallers - amount}); err != nil {
+		return err
+	}
+	// One refill: the admitted callers saw remaining 4, 3, 2, 1, 0 once
+	// each; a second refill would repeat some of them.
+	for left := int64(0); left < amount; left++ {
+		if o.left[left] != 1 {
+			return fmt.Errorf("admitted callers saw remaining %v, want each of 0..%d once (exactly one refill)", o.left, amount-1)
+		}
+	}
+	got, err := r.admin.Get(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	if !got.LastRefillAt.Equal(refillAt) {
+		return fmt.Errorf("lastRefillAt %v, want %v", got.LastRefillAt, refillAt)
+	}
+	return r.expectStored(ctx, k.ID, 0, 0)
+}
+
+func apiKeyRateLimitLastSlot(ctx context.Context, r *apiKeyRound) error {
+	const max, quota = 5, 100
+	plaintext, k, err := r.create(ctx, apikey.CreateParams{
+		Remaining: ptrInt(quota),
+		RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Hour, Max: max},
+	})
+	if err != nil {
+		return err
+	}
+	for i := 0; i < max-1; i++ {
+		res, err := r.admin.Verify(ctx, plaintext)
+		if err != nil || !res.Valid {
+			return fmt.Errorf("setting up request %d: %+v, %v", i, res, err)
+		}
+	}
+	o := r.verifyConcurrently(ctx, plaintext, apiKeyRateCallers)
+	if err := o.expect(map[apikey.Code]int{"": 1, apikey.CodeRateLimited: apiKeyRateCallers - 1}); err != nil {
+		return err
+	}
+	return r.expectStored(ctx, k.ID, quota-max, max)
+}
+
+// expectStored reads the key back and checks its counters.
+func (r *apiKeyRound) expectStored(ctx context.Context, id, remaining, requestCount int64) error {
+	got, err := r.admin.Get(ctx, id)
+	if err != nil {
+		return fmt.Errorf("reading the key back: %w", err)
+	}
+	if got.Remaining == nil || *got.Remaining != remaining || got.RequestCount != requestCount {
+		left := "NULL"
+		if got.Remaining != nil {
+			left = fmt.Sprint(*got.Remaining)
+		}
+		return fmt.Errorf("stored remaining %s and requestCount %d, want %d and %d", left, got.RequestCount, remaining, requestCount)
+	}
+	return nil
+}

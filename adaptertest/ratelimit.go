@@ -1,4 +1,283 @@
 package adaptertest
 
-// rateLimitScenarios are the rate limiter's concurrent cases.
-func rateLimitScenarios() []scenario { return nil }
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// Race parameters of the rate-limit scenarios.
+const (
+	rlBurst = 64 // concurrent callers
+	rlMax   = 10 // the rule's max
+	rlPools = 4  // DBs for the several-pools cases
+)
+
+var rlRule = ratelimit.Rule{Window: time.Hour, Max: rlMax}
+
+// rateLimitScenarios are the rate limiter's concurrent cases. They run the
+// limiter's database storage on the harness's adapter, with a clock the
+// scenario moves by hand.
+func rateLimitScenarios() []scenario {
+	var list []scenario
+	for _, mode := range []struct {
+		name string
+		mode ratelimit.Mode
+	}{{"", ratelimit.FixedWindow}, {"BetterAuthWindow", ratelimit.BetterAuthWindow}} {
+		for _, pools := range []int{1, rlPools} {
+			for _, cost := range []int64{1, 3} {
+				name := fmt.Sprintf("BurstOnFreshKey%s/pools=%d/cost=%d", mode.name, pools, cost)
+				list = append(list, scenario{
+					name: name,
+					contract: fmt.Sprintf("%d concurrent requests of cost %d on one fresh key with max %d, over %d pool(s), admit exactly max/cost of them, and the stored count is what was admitted",
+						rlBurst, cost, rlMax, pools),
+					run:              func(ctx context.Context, f *Fixture) error { return rlFreshBurst(ctx, f, mode.mode, pools, cost) },
+					catchesNonAtomic: true,
+				})
+			}
+		}
+		for _, pools := range []int{1, rlPools} {
+			for _, late := range []time.Duration{0, 1500 * time.Millisecond} {
+				list = append(list, scenario{
+					name: fmt.Sprintf("WindowRollDuringBurst%s/pools=%d/late=%v", mode.name, pools, late),
+					contract: fmt.Sprintf("when a full window has ended (elapsed: the window + %v), %d concurrent requests over %d pool(s) reset it once and admit exactly max in the new window",
+						late, rlBurst, pools),
+					run:              func(ctx context.Context, f *Fixture) error { return rlWindowRoll(ctx, f, mode.mode, pools, late) },
+					catchesNonAtomic: true,
+				})
+			}
+		}
+	}
+	list = append(list, scenario{
+		name:     "RowDeletedBetweenReadAndWrite",
+		contract: "a rate-limit row deleted after the limiter read it and before its guarded write is created again, with no error",
+		run:      rlDeletedRow,
+	})
+	return list
+}
+
+// rlClock is a clock the scenarios move by hand.
+type rlClock struct{ ms atomic.Int64 }
+
+func (c *rlClock) now() time.Time { return time.UnixMilli(c.ms.Load()).UTC() }
+
+// rlT0 is the scenarios' start: a fixed instant, so runs are repeatable.
+const rlT0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
+
+func rlLimiters(f *Fixture, clock *rlClock, mode ratelimit.Mode, pools int) ([]*ratelimit.Limiter, error) {
+	dbs, err := f.DBs(pools)
+	if err != nil {
+		return nil, err
+	}
+	var out []*ratelimit.Limiter
+	for _, db := range dbs {
+		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.now), ratelimit.WithMode(mode))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// rlRelease sends rlBurst concurrent requests spread over the limiters and
+// returns how many were admitted, failing on any error.
+func rlRelease(ctx context.Context, ls []*ratelimit.Limiter, key string, cost int64) (int64, error) {
+	var admitted atomic.Int64
+	var errs sync.Map
+	Release(rlBurst, func(i int) {
+		d, err := ls[i%len(ls)].ConsumeN(ctx, key, rlRule, cost)
+		if err != nil {
+			errs.Store(i, err)
+			return
+		}
+		if d.Allowed {
+			admitted.Add(1)
+		}
+	})
+	var first error
+	n := 0
+	errs.Range(func(_, v any) bool {
+		n++
+		if first == nil {
+			first = v.(error)
+		}
+		return true
+	})
+	if first != nil {
+		return admitted.Load(), fmt.Errorf("%d of %d requests failed, for example: %w", n, rlBurst, first)
+	}
+	return admitted.Load(), nil
+}
+
+// rlRow reads the stored counter.
+func rlRow(ctx context.Context, f *Fixture, key string) (count, last int64, err error) {
+	row, ok, err := f.DB.FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+	if err != nil {
+		return 0, 0, err
+	}
+	if !ok {
+		return 0, 0, fmt.Errorf("no rate-limit row for %q", key)
+	}
+	return row.Int("count"), row.Int("lastRequest"), nil
+}
+
+func rlFreshBurst(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, cost int64) error {
+	clock := &rlClock{}
+	clock.ms.Store(rlT0)
+	ls, err := rlLimiters(f, clock, mode, pools)
+	if err != nil {
+		return err
+	}
+	const key = "burst"
+	admitted, err := rlRelease(ctx, ls, key, cost)
+	if err != nil {
+		return err
+	}
+	if want := rlMax / cost; admitted != want {
+		return fmt.Errorf("admitted %d requests of cost %d, want exactly %d (max %d)", admitted, cost, want, rlMax)
+	}
+	count, _, err := rlRow(ctx, f, key)
+	if err != nil {
+		return err
+	}
+	if count != admitted*cost {
+		return fmt.Errorf("stored count %d, want %d: the admitted requests times their cost", count, admitted*cost)
+	}
+	return nil
+}
+
+func rlWindowRoll(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, late time.Duration) error {
+	clock := &rlClock{}
+	clock.ms.Store(rlT0)
+	ls, err := rlLimiters(f, clock, mode, pools)
+	if err != nil {
+		return err
+	}
+	const key = "roll"
+	// Fill the first window through every limiter, so that each has seen
+	// the key denied (and cached the denial) before the window ends.
+	for i := 0; i < rlMax+len(ls); i++ {
+		d, err := ls[i%len(ls)].Consume(ctx, key, rlRule)
+		if err != nil {
+			return fmt.Errorf("filling the first window: %w", err)
+		}
+		if d.Allowed != (i < rlMax) {
+			return fmt.Errorf("filling the first window: request %d allowed=%v, want %v", i+1, d.Allowed, i < rlMax)
+		}
+	}
+	// One window later (late 0: the boundary instant, which opens a new window).
+	next := rlT0 + (rlRule.Window + late).Milliseconds()
+	clock.ms.Store(next)
+	admitted, err := rlRelease(ctx, ls, key, 1)
+	if err != nil {
+		return err
+	}
+	if admitted != rlMax {
+		return fmt.Errorf("admitted %d requests in the new window, want exactly %d: more means more than one caller reset the window", admitted, rlMax)
+	}
+	count, last, err := rlRow(ctx, f, key)
+	if err != nil {
+		return err
+	}
+	if count != rlMax || last != next {
+		return fmt.Errorf("stored count %d and lastRequest %d, want %d and %d", count, last, rlMax, next)
+	}
+	return nil
+}
+
+func rlDeletedRow(ctx context.Context, f *Fixture) error {
+	clock := &rlClock{}
+	clock.ms.Store(rlT0)
+	const key = "deleted"
+	var armed atomic.Bool
+	var deleteErr error
+	hook := func(ctx context.Context, rec core.Record) {
+		if rec != nil && armed.CompareAndSwap(true, false) {
+			_, deleteErr = f.DB.Delete(ctx, core.ModelRateLimit, core.Eq("key", key))
+		}
+	}
+	db, err := core.New(hookRead(f.Adapter, hook), core.WithSchema(f.Schema))
+	if err != nil {
+		return err
+	}
+	l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.now))
+	if err != nil {
+		return err
+	}
+	if _, err := l.Consume(ctx, key, rlRule); err != nil {
+		return fmt.Errorf("first request: %w", err)
+	}
+	// The window is over, so the next request misses its in-window
+	// increment and reads the row; the hook deletes it right after that
+	// read, before the guarded reset.
+	next := rlT0 + rlRule.Window.Milliseconds()
+	clock.ms.Store(next)
+	armed.Store(true)
+	d, err := l.Consume(ctx, key, rlRule)
+	if err != nil {
+		return fmt.Errorf("request after the row was deleted: %w", err)
+	}
+	if deleteErr != nil {
+		return fmt.Errorf("deleting the row: %w", deleteErr)
+	}
+	if armed.Load() {
+		return fmt.Errorf("the limiter never read the row, so the deletion did not happen between read and write")
+	}
+	if !d.Allowed || d.Remaining != rlMax-1 {
+		return fmt.Errorf("decision %+v, want allowed with %d remaining", d, rlMax-1)
+	}
+	count, last, err := rlRow(ctx, f, key)
+	if err != nil {
+		return err
+	}
+	if count != 1 || last != next {
+		return fmt.Errorf("recreated row has count %d and lastRequest %d, want 1 and %d", count, last, next)
+	}
+	return nil
+}
+
+// hookRead wraps an adapter so that fn runs after each FindOne outside a
+// transaction, keeping exactly the adapter's optional interfaces.
+func hookRead(a core.Adapter, fn func(context.Context, core.Record)) core.Adapter {
+	h := readHook{Adapter: a, fn: fn}
+	inc, isInc := a.(core.Incrementer)
+	tx, isTx := a.(core.Transactor)
+	switch {
+	case isInc && isTx:
+		return struct {
+			readHook
+			core.Incrementer
+			core.Transactor
+		}{h, inc, tx}
+	case isInc:
+		return struct {
+			readHook
+			core.Incrementer
+		}{h, inc}
+	case isTx:
+		return struct {
+			readHook
+			core.Transactor
+		}{h, tx}
+	}
+	return h
+}
+
+type readHook struct {
+	core.Adapter
+	fn func(context.Context, core.Record)
+}
+
+func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	rec, err := h.Adapter.FindOne(ctx, t, where)
+	if err == nil {
+		h.fn(ctx, rec)
+	}
+	return rec, err
+}
