@@ -11,7 +11,9 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Storage implements core.SecondaryStorage and core.BoundedIncrementer.
+// Storage is a core.SecondaryStorage on Redis. It also implements
+// core.BoundedIncrementer (for the rate limiter) and apikey.Claimer and
+// apikey.Indexer (for storage-only API keys). It is safe for concurrent use.
 type Storage struct {
 	client redis.UniversalClient
 	prefix string
@@ -92,14 +94,24 @@ return {v, ttl}
 // boundedScript adds ARGV[1] only when the result stays at or below
 // ARGV[2]; otherwise it changes nothing. It returns the value, the time
 // left in milliseconds (-2 when there is no counter), and 1 or 0.
+//
+// It increments first and undoes a refused increment, rather than reading
+// first: an admitted request, the common case, then costs two commands
+// inside the script (INCRBY, PTTL), as many as redis_rate's GCRA spends.
+// A refusal that created the counter (no expiry yet) deletes it again; a
+// counter holding 0 without expiry, which counts nothing, goes too.
 var boundedScript = redis.NewScript(`
-local cur = tonumber(redis.call('GET', KEYS[1]) or '0')
 local by = tonumber(ARGV[1])
-if cur + by > tonumber(ARGV[2]) then
-  return {cur, redis.call('PTTL', KEYS[1]), 0}
-end
 local v = redis.call('INCRBY', KEYS[1], by)
 local ttl = redis.call('PTTL', KEYS[1])
+if v > tonumber(ARGV[2]) then
+  if ttl < 0 and v == by then
+    redis.call('DEL', KEYS[1])
+    return {0, -2, 0}
+  end
+  redis.call('DECRBY', KEYS[1], by)
+  return {v - by, ttl, 0}
+end
 if ttl < 0 then
   redis.call('EXPIRE', KEYS[1], ARGV[3])
   ttl = tonumber(ARGV[3]) * 1000

@@ -13,6 +13,7 @@ import (
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
 )
 
 var testSeq atomic.Int64
@@ -59,7 +60,7 @@ func TestGetSetDelete(t *testing.T) {
 }
 
 func TestTTLSetOnceNotExtended(t *testing.T) {
-	s, client, _ := newStorage(t)
+	s, client, prefix := newStorage(t)
 	ctx := context.Background()
 	c, err := s.Increment(ctx, "n", 1, 10*time.Second)
 	if err != nil {
@@ -76,7 +77,8 @@ func TestTTLSetOnceNotExtended(t *testing.T) {
 	if c.Value != 3 || c.TTL > 10*time.Second {
 		t.Fatalf("second Increment = %+v; want value 3 and the first TTL (≤ 10s)", c)
 	}
-	keys, _ := client.Keys(ctx, "*").Result()
+	// Only this test's keys: the server is shared with other tests.
+	keys, _ := client.Keys(ctx, prefix+"*").Result()
 	for _, k := range keys {
 		if d, _ := client.PTTL(ctx, k).Result(); d == -1 {
 			t.Errorf("key %q has no expiry", k)
@@ -89,14 +91,20 @@ func TestTTLSetOnceNotExtended(t *testing.T) {
 }
 
 func TestBoundedRefusalChangesNothing(t *testing.T) {
-	s, _, _ := newStorage(t)
+	s, client, prefix := newStorage(t)
 	ctx := context.Background()
 	if _, ok, err := s.IncrementBounded(ctx, "b", 3, 3, time.Minute); !ok || err != nil {
 		t.Fatalf("first bounded increment refused: %v", err)
 	}
 	c, ok, err := s.IncrementBounded(ctx, "b", 1, 3, time.Minute)
-	if ok || err != nil || c.Value != 3 {
-		t.Fatalf("over-max increment = %+v, %v, %v; want value 3, false, nil", c, ok, err)
+	if ok || err != nil || c.Value != 3 || c.TTL <= 0 || c.TTL > time.Minute {
+		t.Fatalf("over-max increment = %+v, %v, %v; want value 3 with its TTL, false, nil", c, ok, err)
+	}
+	if v, _, _ := s.Get(ctx, "b"); v != "3" {
+		t.Fatalf("counter after a refused increment = %q; want 3", v)
+	}
+	if d := client.PTTL(ctx, prefix+"b").Val(); d <= 0 || d > time.Minute {
+		t.Fatalf("expiry after a refused increment = %v; want the first one kept", d)
 	}
 	c, ok, err = s.IncrementBounded(ctx, "fresh", 5, 4, time.Minute)
 	if ok || err != nil || c.Value != 0 {
@@ -147,6 +155,12 @@ func TestContextDeadlineHonoured(t *testing.T) {
 	if _, err := s.Increment(ctx, "k", 1, time.Second); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Increment with a cancelled context: err = %v; want context.Canceled", err)
 	}
+	if _, err := s.Claim(ctx, "k", apikey.ClaimRequest{Now: 1, Cost: 1}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Claim with a cancelled context: err = %v; want context.Canceled", err)
+	}
+	if _, _, err := s.Patch(ctx, "k", map[string]any{"enabled": true}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Patch with a cancelled context: err = %v; want context.Canceled", err)
+	}
 }
 
 // admitUnderRace releases 64 goroutines over 4 clients at once, each asking
@@ -191,8 +205,10 @@ func TestBoundedRace(t *testing.T) {
 // TestRaceCatchesReadThenWrite proves TestBoundedRace can fail: the same
 // race through a read-then-write counter (GET, compare, SET) over-admits.
 func TestRaceCatchesReadThenWrite(t *testing.T) {
+	b := newBarrier(64)
 	got, _ := admitUnderRace(t, func(ctx context.Context, s *sluiceredis.Storage) (bool, error) {
 		v, _, err := s.Get(ctx, "hot")
+		b.wait() // every caller reads before any writes: see barrier
 		if err != nil {
 			return false, err
 		}
@@ -206,4 +222,17 @@ func TestRaceCatchesReadThenWrite(t *testing.T) {
 	if got <= 10 {
 		t.Fatalf("the non-atomic counter admitted %d of 64 with max 10; the race should have let more through", got)
 	}
+}
+
+// unreachable returns a storage whose server does not exist, to show that
+// an error happens before any I/O.
+func unreachable(t *testing.T) *sluiceredis.Storage {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	s, err := sluiceredis.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -1,0 +1,189 @@
+package sluiceredis
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+)
+
+var (
+	//go:embed lua/record.lua
+	recordLua string
+	//go:embed lua/claim.lua
+	claimLua string
+	//go:embed lua/patch.lua
+	patchLua string
+)
+
+// Both scripts start with record.lua, so that they decode and encode the
+// record the same way; each touches exactly one key.
+var (
+	claimScript = redis.NewScript(recordLua + claimLua)
+	patchScript = redis.NewScript(recordLua + patchLua)
+)
+
+// Integer bounds of the scripts, which compute in doubles: an id below 2^53
+// is exact; other values below 2^51 keep every sum the claim computes exact.
+const (
+	maxExact = 1 << 53
+	maxCalc  = 1 << 51
+)
+
+// Claim verifies and consumes the API key stored at key in one Lua script,
+// exactly as [apikey.ApplyClaim] does, and writes it back keeping its
+// expiry when the claim was allowed with a positive cost. A missing key
+// answers Found == false. Now and Cost must be in [0, 2^51).
+func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
+	switch {
+	case req.Cost < 0 || req.Cost >= maxCalc:
+		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: cost %d is outside [0, 2^51)", core.ErrInvalid, req.Cost)
+	case req.Now < 0 || req.Now >= maxCalc:
+		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
+	}
+	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, req.Now, req.Cost).Slice()
+	if err != nil {
+		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w", err)
+	}
+	if len(res) != 4 {
+		return apikey.ClaimResult{}, nil // {0}: no key stored
+	}
+	code, _ := res[1].(string)
+	wait, _ := res[2].(int64)
+	out := apikey.ClaimResult{Found: true, Code: apikey.Code(code), TryAgainIn: wait}
+	if err := decodeRecord(res[3], &out.Key); err != nil {
+		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim %q: %w", key, err)
+	}
+	return out, nil
+}
+
+// Patch sets fields of the API key stored at key in one Lua script,
+// keeping its expiry and every other field. Each name must be a JSON field
+// of [apikey.StoredKey] and each value of that field's type: int64 (or
+// int), bool, string, or nil for a nullable field. It returns the key
+// after the change, and ok == false when no key is stored there.
+func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) (apikey.StoredKey, bool, error) {
+	if len(fields) == 0 {
+		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w: no fields", core.ErrInvalid)
+	}
+	names := make([]string, 0, len(fields))
+	for f := range fields {
+		names = append(names, f)
+	}
+	sort.Strings(names) // a fixed order keeps the script's writes deterministic
+	args := make([]any, 0, 3*len(fields))
+	for _, f := range names {
+		kind, val, err := patchArg(f, fields[f])
+		if err != nil {
+			return apikey.StoredKey{}, false, err
+		}
+		args = append(args, f, kind, val)
+	}
+	res, err := patchScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
+	if err != nil {
+		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w", err)
+	}
+	if len(res) != 2 {
+		return apikey.StoredKey{}, false, nil
+	}
+	var after apikey.StoredKey
+	if err := decodeRecord(res[1], &after); err != nil {
+		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch %q: %w", key, err)
+	}
+	return after, true, nil
+}
+
+func decodeRecord(v any, k *apikey.StoredKey) error {
+	raw, ok := v.(string)
+	if !ok {
+		return fmt.Errorf("the script answered %T, not a record", v)
+	}
+	return json.Unmarshal([]byte(raw), k)
+}
+
+// fieldKind is the JSON type of each StoredKey field, and whether it may be
+// null.
+type fieldKind struct {
+	typ      byte // 'i' integer, 'b' boolean, 's' string
+	nullable bool
+}
+
+var storedFields = map[string]fieldKind{
+	"id": {'i', false}, "configId": {'s', false}, "name": {'s', true}, "start": {'s', true},
+	"prefix": {'s', true}, "key": {'s', false}, "referenceId": {'s', false}, "enabled": {'b', false},
+	"rateLimitEnabled": {'b', false}, "rateLimitTimeWindow": {'i', true}, "rateLimitMax": {'i', true},
+	"requestCount": {'i', false}, "remaining": {'i', true}, "refillInterval": {'i', true},
+	"refillAmount": {'i', true}, "lastRefillAt": {'i', true}, "lastRequest": {'i', true},
+	"expiresAt": {'i', true}, "createdAt": {'i', false}, "updatedAt": {'i', false},
+	"permissions": {'s', true}, "metadata": {'s', true},
+}
+
+// patchArg checks one field of a Patch and returns its kind and value as
+// script arguments.
+func patchArg(name string, v any) (string, any, error) {
+	k, ok := storedFields[name]
+	if !ok {
+		return "", nil, fmt.Errorf("sluiceredis: patch: %w: %q is not a field of apikey.StoredKey", core.ErrInvalid, name)
+	}
+	bad := func(why string) (string, any, error) {
+		return "", nil, fmt.Errorf("sluiceredis: patch: %w: field %q: %s", core.ErrInvalid, name, why)
+	}
+	if i, ok := v.(int); ok {
+		v = int64(i)
+	}
+	switch v := v.(type) {
+	case nil:
+		if !k.nullable {
+			return bad("cannot be null")
+		}
+		return "n", "", nil
+	case int64:
+		if k.typ != 'i' {
+			return bad(fmt.Sprintf("%d is not %s", v, kindName(k.typ)))
+		}
+		bound, exp := int64(maxCalc), 51
+		if name == "id" {
+			bound, exp = maxExact, 53
+		}
+		if v >= bound || v <= -bound {
+			return bad(fmt.Sprintf("%d is beyond what the storage's scripts compute exactly (±2^%d)", v, exp))
+		}
+		return "i", v, nil
+	case bool:
+		if k.typ != 'b' {
+			return bad(fmt.Sprintf("%v is not %s", v, kindName(k.typ)))
+		}
+		if v {
+			return "b", "1", nil
+		}
+		return "b", "0", nil
+	case string:
+		if k.typ != 's' {
+			return bad(fmt.Sprintf("%q is not %s", v, kindName(k.typ)))
+		}
+		return "s", v, nil
+	default:
+		return bad(fmt.Sprintf("a %T is not an int64, bool, string or nil", v))
+	}
+}
+
+func kindName(t byte) string {
+	switch t {
+	case 'i':
+		return "an integer"
+	case 'b':
+		return "a boolean"
+	}
+	return "a string"
+}
+
+var (
+	_ apikey.Claimer = (*Storage)(nil)
+	_ apikey.Indexer = (*Storage)(nil)
+)
