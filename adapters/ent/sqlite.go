@@ -1,0 +1,19 @@
+package sluiceent
+
+// SQLiteOptions are the DSN parameters, for modernc.org/sqlite, that let
+// several goroutines and processes write one SQLite database: a busy
+// timeout (otherwise a second writer fails at once with SQLITE_BUSY), WAL
+// journaling (readers do not block the writer), foreign keys (which ent's
+// migrations require), and _txlock=immediate, so that a transaction takes
+// the write lock at BEGIN: a deferred transaction that reads and then writes
+// fails its lock upgrade with SQLITE_BUSY without waiting for the timeout.
+const SQLiteOptions = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+
+// SQLiteDSN returns the modernc.org/sqlite DSN of the database file at path
+// with [SQLiteOptions]. Open it with database/sql and hand it to ent:
+//
+//	db, err := sql.Open("sqlite", sluiceent.SQLiteDSN("app.db")) // import _ "modernc.org/sqlite"
+//	drv := entsql.OpenDB(dialect.SQLite, db)
+//
+// path must not contain '?' or '#'.
+func SQLiteDSN(path string) string { return "file:" + path + SQLiteOptions }
