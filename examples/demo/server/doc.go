@@ -1,0 +1,22 @@
+// Package server is sluice's demo server: an HTTP service whose routes are
+// limited per client IP and protected by API keys with a quota, a refill
+// and a per-key rate limit, on the ORM and database of your choice, plus a
+// burst client that shows that the limits are exact under concurrency.
+//
+// The command in the parent folder (go run ./examples/demo) only parses
+// flags; everything it runs is here, so that tests build the same server
+// with an injected clock and drive it over real HTTP.
+//
+// # Routes
+//
+//   - GET /hello: limited per client IP (default 5 requests per 10 s) by
+//     ratelimit.Middleware, with RateLimit-* headers, and 429 with
+//     Retry-After and a JSON body once the window is full.
+//   - POST /keys: creates an API key and returns its plaintext once. The
+//     optional JSON body sets its quota, refill and rate limit (see
+//     [KeyRequest]). Limited per client IP too (default 20 per minute).
+//   - GET /api/data: needs a key in the x-api-key header; each request
+//     spends one unit of the key's quota and of its rate limit, in one
+//     guarded write, through apikey's middleware.
+//   - GET /: what to try, as plain text.
+package server

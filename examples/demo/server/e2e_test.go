@@ -1,0 +1,390 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/adaptertest"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/examples/demo/server"
+)
+
+// clock is the injectable clock: it moves only when a test advances it, so
+// windows and refills are crossed without sleeping.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// backends are the databases the end-to-end test runs on. SQLite needs
+// nothing; the servers come from SLUICE_POSTGRES_DSN and SLUICE_MYSQL_DSN
+// (skipped without them, required with CI=true).
+var backends = []struct {
+	name string
+	db   string
+	dsn  func(testing.TB) string
+}{
+	{"sqlite", server.DBSQLite, func(t testing.TB) string { return filepath.Join(t.TempDir(), "demo.db") }},
+	{"postgres", server.DBPostgres, adaptertest.PostgresDSN},
+	{"mysql", server.DBMySQL, adaptertest.MySQLDSN},
+}
+
+// TestEndToEnd starts the demo for every ORM and database on a free port
+// and drives it with a real HTTP client.
+func TestEndToEnd(t *testing.T) {
+	for _, orm := range server.ORMs {
+		for _, b := range backends {
+			t.Run(orm+"/"+b.name, func(t *testing.T) {
+				t.Parallel()
+				c := newClock()
+				h := start(t, server.Config{
+					ORM:   orm,
+					DB:    b.db,
+					DSN:   b.dsn(t),
+					Clock: c.Now,
+					// Helpers share the database servers: tables of our own,
+					// dropped at the end.
+					Naming:     uniqueTables(t),
+					DropTables: b.db != server.DBSQLite,
+				})
+				h.clock = c
+				h.scenario(t)
+			})
+		}
+	}
+}
+
+// TestEndToEndRedis keeps the per-IP counters in Redis (SLUICE_REDIS_ADDR).
+// Redis expires counters on its own clock, so this test crosses no window.
+func TestEndToEndRedis(t *testing.T) {
+	addr := adaptertest.RedisAddr(t)
+	h := start(t, server.Config{Redis: addr, RedisPrefix: "sluice-demo-test:" + suffix(t) + ":"})
+	if !strings.Contains(h.srv.Where(), "Redis at "+addr) {
+		t.Fatalf("Where() = %q, want the Redis address", h.srv.Where())
+	}
+	res, err := server.Burst(context.Background(), server.BurstConfig{URL: h.base + "/hello", N: 60})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Admitted != 5 || res.Denied != 55 || res.Failed != 0 || res.Limit != 5 {
+		t.Fatalf("burst on Redis counters: %v (first error %v), want 5 admitted and 55 denied", res, res.FirstError)
+	}
+	r := h.do(t, "GET", "/hello", "", "")
+	r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
+	if s, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || s < 1 || s > 10 {
+		t.Fatalf("Retry-After = %q, want 1..10 seconds", r.header.Get("Retry-After"))
+	}
+}
+
+// harness is a running demo server and a client for it.
+type harness struct {
+	srv    *server.Server
+	base   string
+	client *http.Client
+	clock  *clock
+}
+
+func start(t *testing.T, cfg server.Config) *harness {
+	t.Helper()
+	srv, err := server.New(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("server.New: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	ts := httptest.NewServer(srv) // listens on 127.0.0.1:0
+	t.Cleanup(ts.Close)
+	return &harness{srv: srv, base: ts.URL, client: ts.Client()}
+}
+
+func suffix(t testing.TB) string {
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+func uniqueTables(t testing.TB) core.Naming {
+	s := suffix(t)
+	return core.Naming{Tables: map[string]string{
+		core.ModelRateLimit: "demo_rate_limit_" + s,
+		core.ModelAPIKey:    "demo_apikey_" + s,
+	}}
+}
+
+// response is an HTTP answer with its JSON body decoded.
+type response struct {
+	status int
+	header http.Header
+	body   map[string]any
+}
+
+func (h *harness) do(t *testing.T, method, path, key, body string) response {
+	t.Helper()
+	req, err := http.NewRequest(method, h.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("x-api-key", key)
+	}
+	resp, err := h.client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	r := response{status: resp.StatusCode, header: resp.Header}
+	if ct := resp.Header.Get("Content-Type"); ct != "application/json" {
+		t.Fatalf("%s %s: Content-Type %q, want application/json", method, path, ct)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r.body); err != nil {
+		t.Fatalf("%s %s: decoding the JSON body: %v", method, path, err)
+	}
+	return r
+}
+
+// expect checks the status and, when code is not empty, the body's code.
+func (r response) expect(t *testing.T, status int, code string) {
+	t.Helper()
+	if r.status != status || (code != "" && r.body["code"] != code) {
+		t.Fatalf("got %d %v, want %d %s", r.status, r.body, status, code)
+	}
+}
+
+func (r response) headers(t *testing.T, want map[string]string) {
+	t.Helper()
+	for name, v := range want {
+		if got := r.header.Get(name); got != v {
+			t.Errorf("header %s = %q, want %q (all: %v)", name, got, v, r.header)
+		}
+	}
+}
+
+// num reads a JSON number at a dotted path such as "key.remaining".
+func (r response) num(t *testing.T, path string) int64 {
+	t.Helper()
+	var v any = r.body
+	for _, p := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			t.Fatalf("%s: not an object in %v", path, r.body)
+		}
+		v = m[p]
+	}
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("%s = %v, want a number (body %v)", path, v, r.body)
+	}
+	return int64(f)
+}
+
+// createKey creates a key with the given JSON body and returns its
+// plaintext and id.
+func (h *harness) createKey(t *testing.T, body string) (string, int64) {
+	t.Helper()
+	r := h.do(t, "POST", "/keys", "", body)
+	r.expect(t, http.StatusCreated, "")
+	key, _ := r.body["key"].(string)
+	if !strings.HasPrefix(key, server.KeyPrefix) || len(key) != len(server.KeyPrefix)+apikey.KeyLength {
+		t.Fatalf("key %q: want %s and %d letters", key, server.KeyPrefix, apikey.KeyLength)
+	}
+	return key, r.num(t, "id")
+}
+
+func (h *harness) stored(t *testing.T, id int64) *apikey.Key {
+	t.Helper()
+	k, err := h.srv.Keys.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("Keys.Get(%d): %v", id, err)
+	}
+	return k
+}
+
+// scenario runs the demo's story in order on one server and one clock.
+func (h *harness) scenario(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("per-IP limit answers 429 with its headers", func(t *testing.T) {
+		for i := int64(1); i <= 5; i++ {
+			r := h.do(t, "GET", "/hello", "", "")
+			r.expect(t, http.StatusOK, "")
+			r.headers(t, map[string]string{"RateLimit-Limit": "5", "RateLimit-Remaining": strconv.FormatInt(5-i, 10), "RateLimit-Reset": "10"})
+		}
+		r := h.do(t, "GET", "/hello", "", "")
+		r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
+		r.headers(t, map[string]string{"Retry-After": "10", "X-Retry-After": "10",
+			"RateLimit-Limit": "5", "RateLimit-Remaining": "0", "RateLimit-Reset": "10"})
+		if r.num(t, "retryAfter") != 10 {
+			t.Errorf("body retryAfter = %v, want 10", r.body["retryAfter"])
+		}
+		h.clock.Advance(4 * time.Second)
+		r = h.do(t, "GET", "/hello", "", "")
+		r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
+		r.headers(t, map[string]string{"Retry-After": "6", "X-Retry-After": "6", "RateLimit-Reset": "6"})
+		h.clock.Advance(6 * time.Second) // the window ends: a new one opens
+		r = h.do(t, "GET", "/hello", "", "")
+		r.expect(t, http.StatusOK, "")
+		r.headers(t, map[string]string{"RateLimit-Remaining": "4", "RateLimit-Reset": "10"})
+	})
+
+	t.Run("key creation shows the key once and stores its hash", func(t *testing.T) {
+		r := h.do(t, "POST", "/keys", "", "")
+		r.expect(t, http.StatusCreated, "")
+		key, _ := r.body["key"].(string)
+		if r.num(t, "remaining") != 5 || r.num(t, "rateLimit.max") != 3 || r.num(t, "refill.amount") != 5 {
+			t.Errorf("defaults: %v, want quota 5, rate limit 3, refill 5", r.body)
+		}
+		k := h.stored(t, r.num(t, "id"))
+		if k.Hash != apikey.Hash(key) || strings.Contains(k.Hash, key) {
+			t.Errorf("stored hash %q, want apikey.Hash of the plaintext", k.Hash)
+		}
+		for body, want := range map[string]string{
+			`{"quota":"x"}`:                         "quota",
+			`{"bogus":1}`:                           "bogus",
+			`{"refillAmount":3,"refillEvery":"0s"}`: "refillEvery",
+			`{"rateLimitWindow":"1.5ms"}`:           "Window",
+			`{"unlimited":true,"quota":3}`:          "unlimited",
+			`{"expiresIn":"-1h"}`:                   "expiresIn",
+		} {
+			r := h.do(t, "POST", "/keys", "", body)
+			r.expect(t, http.StatusBadRequest, "INVALID_REQUEST")
+			if msg, _ := r.body["message"].(string); !strings.Contains(msg, want) {
+				t.Errorf("%s: message %q does not name %q", body, msg, want)
+			}
+		}
+	})
+
+	t.Run("bad keys answer 401", func(t *testing.T) {
+		h.do(t, "GET", "/api/data", "", "").expect(t, http.StatusUnauthorized, "MISSING_API_KEY")
+		h.do(t, "GET", "/api/data", "sk_demo_nope", "").expect(t, http.StatusUnauthorized, "INVALID_API_KEY")
+		key, id := h.createKey(t, "")
+		disabled := false
+		if _, err := h.srv.Keys.Update(ctx, id, apikey.UpdateParams{Enabled: &disabled}); err != nil {
+			t.Fatal(err)
+		}
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusUnauthorized, "KEY_DISABLED")
+		key, _ = h.createKey(t, `{"expiresIn":"1h"}`)
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
+		h.clock.Advance(time.Hour)
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusUnauthorized, "KEY_EXPIRED")
+	})
+
+	t.Run("a request the key's rate limit denies spends no quota", func(t *testing.T) {
+		key, id := h.createKey(t, "") // quota 5, 3 per 10 s
+		for want := int64(4); want >= 2; want-- {
+			r := h.do(t, "GET", "/api/data", key, "")
+			r.expect(t, http.StatusOK, "")
+			if r.num(t, "key.remaining") != want {
+				t.Fatalf("remaining %d, want %d", r.num(t, "key.remaining"), want)
+			}
+		}
+		r := h.do(t, "GET", "/api/data", key, "")
+		r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
+		r.headers(t, map[string]string{"Retry-After": "10"})
+		if r.num(t, "tryAgainIn") != 10000 {
+			t.Errorf("tryAgainIn = %v, want 10000 ms", r.body["tryAgainIn"])
+		}
+		if k := h.stored(t, id); *k.Remaining != 2 || k.RequestCount != 3 {
+			t.Errorf("stored remaining %d, requestCount %d; want 2 and 3", *k.Remaining, k.RequestCount)
+		}
+		h.clock.Advance(10 * time.Second)
+		r = h.do(t, "GET", "/api/data", key, "")
+		r.expect(t, http.StatusOK, "")
+		if r.num(t, "key.remaining") != 1 {
+			t.Errorf("after the window: remaining %d, want 1", r.num(t, "key.remaining"))
+		}
+	})
+
+	t.Run("quota exhaustion and refill", func(t *testing.T) {
+		key, _ := h.createKey(t, `{"quota":2,"refillEvery":"1m","rateLimit":100}`)
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
+		r := h.do(t, "GET", "/api/data", key, "")
+		r.expect(t, http.StatusTooManyRequests, "USAGE_EXCEEDED")
+		r.headers(t, map[string]string{"Retry-After": "60"})
+		if r.num(t, "tryAgainIn") != 60000 {
+			t.Errorf("tryAgainIn = %v, want 60000 ms", r.body["tryAgainIn"])
+		}
+		h.clock.Advance(59 * time.Second)
+		r = h.do(t, "GET", "/api/data", key, "")
+		r.expect(t, http.StatusTooManyRequests, "USAGE_EXCEEDED")
+		r.headers(t, map[string]string{"Retry-After": "1"})
+		h.clock.Advance(time.Second) // the refill is due
+		r = h.do(t, "GET", "/api/data", key, "")
+		r.expect(t, http.StatusOK, "")
+		if r.num(t, "key.remaining") != 1 {
+			t.Errorf("after the refill: remaining %d, want 1 (refilled to 2, minus this request)", r.num(t, "key.remaining"))
+		}
+	})
+
+	t.Run("a burst on /hello admits exactly the limit", func(t *testing.T) {
+		h.clock.Advance(10 * time.Second) // a fresh window
+		res, err := server.Burst(ctx, server.BurstConfig{URL: h.base + "/hello", N: 100})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Admitted != 5 || res.Denied != 95 || res.Failed != 0 || res.Limit != 5 {
+			t.Fatalf("%v (first error %v), want admitted 5 of 100 (limit 5), 95 denied", res, res.FirstError)
+		}
+		if !strings.HasPrefix(res.String(), "admitted 5 of 100 (limit 5)") {
+			t.Errorf("String() = %q", res.String())
+		}
+	})
+
+	t.Run("a burst on a key admits exactly its rate limit and stores it", func(t *testing.T) {
+		key, id := h.createKey(t, `{"quota":1000,"rateLimit":7,"rateLimitWindow":"1m"}`)
+		res, err := server.Burst(ctx, server.BurstConfig{URL: h.base + "/api/data", N: 60, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Admitted != 7 || res.Denied != 53 || res.Failed != 0 || res.Limit != 7 {
+			t.Fatalf("%v (first error %v), want 7 admitted, 53 denied", res, res.FirstError)
+		}
+		if k := h.stored(t, id); *k.Remaining != 993 || k.RequestCount != 7 {
+			t.Errorf("stored remaining %d, requestCount %d; want 993 and 7", *k.Remaining, k.RequestCount)
+		}
+	})
+
+	t.Run("a burst on a key admits exactly its quota", func(t *testing.T) {
+		key, id := h.createKey(t, `{"quota":4,"refillEvery":"0s","rateLimit":0}`)
+		res, err := server.Burst(ctx, server.BurstConfig{URL: h.base + "/api/data", N: 50, Key: key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Admitted != 4 || res.Denied != 46 || res.Failed != 0 {
+			t.Fatalf("%v (first error %v), want 4 admitted, 46 denied", res, res.FirstError)
+		}
+		if k := h.stored(t, id); *k.Remaining != 0 {
+			t.Errorf("stored remaining %d, want 0", *k.Remaining)
+		}
+	})
+}

@@ -1,0 +1,162 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
+	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// Server is the demo's HTTP handler and what it runs on. Build it with New
+// and Close it when done.
+type Server struct {
+	cfg     Config
+	db      *database
+	redis   *redis.Client
+	handler http.Handler
+
+	// Limiter limits requests per client IP.
+	Limiter *ratelimit.Limiter
+	// Keys creates and verifies the API keys.
+	Keys *apikey.Manager
+}
+
+// New opens cfg's database through cfg's ORM, creates the tables from gen's
+// DDL when they are missing, and returns the server. A bad configuration is
+// an error wrapping core.ErrInvalid, before any connection is opened.
+func New(ctx context.Context, cfg Config) (_ *Server, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.db, err = openDatabase(ctx, cfg); err != nil {
+		return nil, err
+	}
+	if err = s.db.createTables(ctx); err != nil {
+		return nil, err
+	}
+
+	storage := ratelimit.Database(s.db.db)
+	if cfg.Redis != "" {
+		s.redis = redis.NewClient(&redis.Options{Addr: cfg.Redis})
+		if err = s.redis.Ping(ctx).Err(); err != nil {
+			return nil, fmt.Errorf("connecting to Redis at %s: %w", cfg.Redis, err)
+		}
+		var rs *sluiceredis.Storage
+		if rs, err = sluiceredis.New(s.redis, sluiceredis.WithPrefix(cfg.RedisPrefix)); err != nil {
+			return nil, err
+		}
+		storage = ratelimit.Secondary(rs)
+	}
+	if s.Limiter, err = ratelimit.New(storage, ratelimit.WithClock(cfg.Clock)); err != nil {
+		return nil, err
+	}
+	limit, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+		Limiter: s.Limiter,
+		Default: ratelimit.Unlimited, // /api/* is limited per key instead
+		Paths:   map[string]ratelimit.Rule{"/hello": cfg.Hello, "/keys": cfg.CreateKeys},
+		OnError: func(r *http.Request, err error) {
+			if cfg.ErrorLog != nil {
+				cfg.ErrorLog.Printf("rate limiter: %s %s: %v", r.Method, r.URL.Path, err)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if s.Keys, err = apikey.New(s.db.db, apikey.WithClock(cfg.Clock)); err != nil {
+		return nil, err
+	}
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", s.index)
+	mux.HandleFunc("GET /hello", s.hello)
+	mux.HandleFunc("POST /keys", s.createKey)
+	mux.Handle("GET /api/data", s.Keys.Middleware()(http.HandlerFunc(s.data)))
+	s.handler = limit(mux)
+	return s, nil
+}
+
+// ServeHTTP serves the demo's routes.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.handler.ServeHTTP(w, r) }
+
+// Close drops the tables when Config.DropTables asks it, closes the
+// connections and removes the temporary SQLite directory, if any.
+func (s *Server) Close() error {
+	var errs []error
+	if s.Limiter != nil {
+		errs = append(errs, s.Limiter.Close())
+	}
+	if s.redis != nil {
+		errs = append(errs, s.redis.Close())
+	}
+	if s.db != nil {
+		if s.cfg.DropTables && s.db.db != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			errs = append(errs, s.db.dropTables(ctx))
+			cancel()
+		}
+		errs = append(errs, s.db.close())
+	}
+	return errors.Join(errs...)
+}
+
+// Config returns the configuration in use, defaults filled in.
+func (s *Server) Config() Config { return s.cfg }
+
+// Where says what the server runs on, such as
+// "gorm on sqlite (/tmp/sluice-demo-1/sluice-demo.db), per-IP counters in the database".
+func (s *Server) Where() string {
+	counters := "the database"
+	if s.cfg.Redis != "" {
+		counters = "Redis at " + s.cfg.Redis
+	}
+	return fmt.Sprintf("%s on %s (%s), per-IP counters in %s", s.cfg.ORM, s.cfg.DB, s.db.where, counters)
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	fmt.Fprint(w, s.Banner("http://"+r.Host))
+}
+
+func (s *Server) hello(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"message": "hello",
+		"client":  ratelimit.ClientKey(r, nil),
+		"limit":   fmt.Sprintf("%d per %v per client IP", s.cfg.Hello.Max, s.cfg.Hello.Window),
+	})
+}
+
+// data answers a request whose key the middleware verified and charged.
+// It also reports the key's rate-limit window in RateLimit-* headers, so
+// that the burst client can tell the limit it measured against.
+func (s *Server) data(w http.ResponseWriter, r *http.Request) {
+	k, _ := apikey.FromContext(r.Context())
+	if k.RateLimit.Enabled {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(k.RateLimit.Max))
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(max(k.RateLimit.Max-k.RequestCount, 0)))
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"message": "here is your data",
+		"key":     describeKey(k),
+	})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body)
+}
