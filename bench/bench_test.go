@@ -1,0 +1,169 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestQuickRunOnSQLite runs the whole harness on SQLite with tiny cells and
+// checks that the table has every row, each passing its correctness check,
+// and that the report files are written.
+func TestQuickRunOnSQLite(t *testing.T) {
+	out := t.TempDir()
+	cfg, err := parseFlags([]string{"-quick", "-db", "sqlite", "-duration", "30ms", "-goroutines", "1,4", "-keys", "50", "-out", out}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := run(context.Background(), cfg, newProgress(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range rep.results {
+		seen[r.Approach+"|"+string(r.Scenario)+"|"+itoa(r.Goroutines)]++
+		if !r.OK {
+			t.Errorf("%s, %s, %d goroutines: %s", r.Approach, r.Scenario, r.Goroutines, r.Check)
+		}
+		if r.Decisions == 0 {
+			t.Errorf("%s, %s, %d goroutines: no decision", r.Approach, r.Scenario, r.Goroutines)
+		}
+		if r.Scenario != denialStorm && r.Admitted != r.Decisions {
+			t.Errorf("%s, %s: admitted %d of %d under a limit never reached", r.Approach, r.Scenario, r.Admitted, r.Decisions)
+		}
+	}
+	names := approachNames("sqlite")
+	if len(names) != 12 {
+		t.Fatalf("approaches: %v", names)
+	}
+	for _, n := range names {
+		for _, sc := range scenarios {
+			for _, g := range []int{1, 4} {
+				if c := seen[n+"|"+string(sc)+"|"+itoa(g)]; c != 1 {
+					t.Errorf("%s, %s, %d goroutines: %d rows, want 1", n, sc, g, c)
+				}
+			}
+		}
+	}
+	if want := len(names) * len(scenarios) * 2; len(rep.results) != want {
+		t.Errorf("%d rows, want %d", len(rep.results), want)
+	}
+	if rep.failures() != 0 {
+		t.Errorf("%d failures", rep.failures())
+	}
+
+	var text bytes.Buffer
+	rep.writeText(&text)
+	if !strings.Contains(text.String(), "ratios at 4 goroutines") || !strings.Contains(text.String(), "rate limiter ÷ SQL floor") {
+		t.Errorf("the text report has no ratios:\n%s", text.String())
+	}
+	if err := rep.writeFiles(out); err != nil {
+		t.Fatal(err)
+	}
+	md, err := os.ReadFile(filepath.Join(out, "RESULTS.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows := strings.Count(string(md), "\n| sqlite | "); rows != len(rep.results)+len(rep.ratios()) {
+		t.Errorf("RESULTS.md has %d sqlite rows, want %d cells + %d ratios", rows, len(rep.results), len(rep.ratios()))
+	}
+	svg, err := os.ReadFile(filepath.Join(out, "chart.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("ent rate limiter")) {
+		t.Errorf("chart.svg is not the chart: %.200s", svg)
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestChecksCatchOverAdmission feeds the checks an approach that admits
+// everything and stores nothing: both must fail it.
+func TestChecksCatchOverAdmission(t *testing.T) {
+	var stored atomic.Int64
+	a := &approach{
+		name: "broken",
+		decider: func(scenario) decideFunc {
+			return func(context.Context, int) (bool, error) { return true, nil }
+		},
+		stored: func(context.Context, scenario) (int64, int64, error) { return stored.Load(), 0, nil },
+		burst: func(context.Context) (decideFunc, func(context.Context) (int64, error), error) {
+			return func(context.Context, int) (bool, error) { return true, nil },
+				func(context.Context) (int64, error) { return stored.Load(), nil }, nil
+		},
+	}
+	if msg := burstCheck(context.Background(), a); !strings.Contains(msg, "over a limit") {
+		t.Errorf("burst check: %q, want an over-admission", msg)
+	}
+	b := &backend{name: "fake", keys: 1, roundTrips: func() int64 { return 0 }}
+	r := runCell(context.Background(), b, a, denialStorm, 2, 5*time.Millisecond)
+	if r.OK || !strings.Contains(r.Check, "on a full key") || !strings.Contains(r.Check, "stored counts grew by 0") {
+		t.Errorf("denial storm cell: ok %v, %q", r.OK, r.Check)
+	}
+}
+
+// TestCountingDriver checks the round-trip count of each kind of call.
+func TestCountingDriver(t *testing.T) {
+	var n atomic.Int64
+	db, err := openCounted("sqlite", "file:"+filepath.Join(t.TempDir(), "c.db")+sqliteOptions, &n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	step := func(what string, want int64, fn func() error) {
+		t.Helper()
+		before := n.Load()
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := n.Load() - before; got != want {
+			t.Errorf("%s: %d round trips, want %d", what, got, want)
+		}
+	}
+	ctx := context.Background()
+	step("exec", 1, func() error { _, err := db.ExecContext(ctx, "CREATE TABLE t (a INTEGER)"); return err })
+	step("query", 1, func() error {
+		var c int
+		return db.QueryRowContext(ctx, "SELECT count(*) FROM t WHERE a > ?", 0).Scan(&c)
+	})
+	step("transaction", 3, func() error {
+		tx, err := db.BeginTx(ctx, nil)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "INSERT INTO t VALUES (?)", 1); err != nil {
+			return err
+		}
+		return tx.Commit()
+	})
+	var stmt *sql.Stmt
+	step("prepare", 1, func() error { stmt, err = db.PrepareContext(ctx, "INSERT INTO t VALUES (?)"); return err })
+	step("statement", 1, func() error { _, err := stmt.ExecContext(ctx, 2); return err })
+	stmt.Close()
+}
+
+func TestHistogramQuantiles(t *testing.T) {
+	var h histogram
+	for i := 1; i <= 1000; i++ {
+		h.add(time.Duration(i) * time.Microsecond)
+	}
+	for _, c := range []struct {
+		q    float64
+		want time.Duration
+	}{{0.5, 500 * time.Microsecond}, {0.99, 990 * time.Microsecond}} {
+		got := h.quantile(c.q)
+		if diff := float64(got-c.want) / float64(c.want); diff < -0.03 || diff > 0.03 {
+			t.Errorf("q%.2f = %s, want %s ± 3%%", c.q, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,249 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
+	"github.com/uptrace/bun"
+	"github.com/uptrace/bun/dialect/mysqldialect"
+	"github.com/uptrace/bun/dialect/pgdialect"
+	"github.com/uptrace/bun/dialect/sqlitedialect"
+	gormmysql "gorm.io/driver/mysql"
+	gormpostgres "gorm.io/driver/postgres"
+	gormsqlite "gorm.io/driver/sqlite"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	sluicebun "github.com/sluice-go/sluice/adapters/bun"
+	sluiceent "github.com/sluice-go/sluice/adapters/ent"
+	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
+	"github.com/sluice-go/sluice/gen"
+)
+
+// orm is one sluice adapter, opened on the run's counted pool.
+type orm struct {
+	name string
+	db   *core.DB
+}
+
+// openORMs opens gorm, bun and ent on the same pool, each as its users would
+// (the ORM's own dialect over an existing *sql.DB), and wraps each in a
+// core.DB on the run's schema.
+func (e *sqlEnv) openORMs() ([]orm, error) {
+	opt := core.WithSchema(e.schema)
+	quiet := &gorm.Config{Logger: logger.Discard}
+	var (
+		g   *gorm.DB
+		bd  *bun.DB
+		drv *entsql.Driver
+		err error
+	)
+	switch e.dialect {
+	case gen.Postgres:
+		g, err = gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: e.pool}), quiet)
+		bd = bun.NewDB(e.pool, pgdialect.New())
+		drv = entsql.OpenDB(dialect.Postgres, e.pool)
+	case gen.MySQL:
+		g, err = gorm.Open(gormmysql.New(gormmysql.Config{Conn: e.pool}), quiet)
+		bd = bun.NewDB(e.pool, mysqldialect.New())
+		drv = entsql.OpenDB(dialect.MySQL, e.pool)
+	case gen.SQLite:
+		g, err = gorm.Open(gormsqlite.Dialector{DriverName: "sqlite", Conn: e.pool}, quiet)
+		bd = bun.NewDB(e.pool, sqlitedialect.New())
+		drv = entsql.OpenDB(dialect.SQLite, e.pool)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("gorm: %w", err)
+	}
+	var out []orm
+	gdb, err := sluicegorm.Open(g, opt)
+	if err != nil {
+		return nil, fmt.Errorf("sluicegorm: %w", err)
+	}
+	out = append(out, orm{"gorm", gdb})
+	bdb, err := sluicebun.Open(bd, opt)
+	if err != nil {
+		return nil, fmt.Errorf("sluicebun: %w", err)
+	}
+	out = append(out, orm{"bun", bdb})
+	edb, err := sluiceent.Open(drv, opt)
+	if err != nil {
+		return nil, fmt.Errorf("sluiceent: %w", err)
+	}
+	out = append(out, orm{"ent", edb})
+	return out, nil
+}
+
+// increment is core.DB.IncrementOne with the floor's guard.
+func (e *sqlEnv) increment(o orm) *approach {
+	decide := func(ctx context.Context, key string, max int64) (bool, error) {
+		_, ok, err := o.db.IncrementOne(ctx, core.IncrementRequest{
+			Model: core.ModelRateLimit,
+			Where: []core.Where{
+				core.Eq("key", key),
+				core.Gt("lastRequest", time.Now().UnixMilli()-window.Milliseconds()),
+				core.Lt("count", max),
+			},
+			Increment: map[string]int64{"count": 1},
+		})
+		return ok, err
+	}
+	return e.rawApproach(o.name+incrementSuffix, kindIncrement, o.name+"-increment", decide)
+}
+
+// limiter is the rate limiter's decision, ratelimit.Database on the adapter.
+func (e *sqlEnv) limiter(o orm) (*approach, error) {
+	lim, err := ratelimit.New(ratelimit.Database(o.db))
+	if err != nil {
+		return nil, err
+	}
+	decide := func(ctx context.Context, key string, max int64) (bool, error) {
+		d, err := lim.Consume(ctx, key, ratelimit.Rule{Window: window, Max: max})
+		return d.Allowed, err
+	}
+	a := e.rawApproach(o.name+limiterSuffix, kindLimiter, o.name+"-limiter", decide)
+	// The limit check starts from no row at all, so that the limiter's
+	// creation race (one opener, the others counted) is checked too.
+	a.burst = func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
+		key := fmt.Sprintf("burst-%s-limiter-%d", o.name, e.burstSeq.Add(1))
+		return func(ctx context.Context, _ int) (bool, error) { return decide(ctx, key, burstMax) },
+			func(ctx context.Context) (int64, error) { return e.counterOf(ctx, key) }, nil
+	}
+	return a, nil
+}
+
+// verifier is API-key verification, apikey.Manager.Verify on the adapter.
+func (e *sqlEnv) verifier(o orm) (*approach, error) {
+	m, err := apikey.New(o.db)
+	if err != nil {
+		return nil, err
+	}
+	verify := func(ctx context.Context, key string) (bool, error) {
+		r, err := m.Verify(ctx, key)
+		return r.Valid, err
+	}
+	return &approach{
+		name: o.name + verifySuffix,
+		kind: kindAPIKey,
+		decider: func(sc scenario) decideFunc {
+			switch sc {
+			case uniformKeys:
+				return func(ctx context.Context, k int) (bool, error) { return verify(ctx, e.apiKeys.uniform[k]) }
+			case denialStorm:
+				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.deny) }
+			default:
+				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.hot) }
+			}
+		},
+		stored: e.storedRequests,
+		burst: func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
+			plain, k, err := m.Create(ctx, apikey.CreateParams{
+				ReferenceID: "sluicebench", Name: "burst",
+				RateLimit: &apikey.RateLimit{Enabled: true, Window: window, Max: burstMax},
+			})
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, plain) },
+				func(ctx context.Context) (int64, error) { return e.requestsOf(ctx, k.ID) }, nil
+		},
+	}, nil
+}
+
+// seedAPIKeys creates the scenarios' API keys through db: the hot key, the
+// uniform keys, and the denial-storm key, spent to its rate limit.
+func (e *sqlEnv) seedAPIKeys(ctx context.Context, db *core.DB, n int) error {
+	m, err := apikey.New(db)
+	if err != nil {
+		return err
+	}
+	create := func(sc scenario, max int64) (string, error) {
+		plain, _, err := m.Create(ctx, apikey.CreateParams{
+			ReferenceID: "sluicebench", Name: string(sc),
+			RateLimit: &apikey.RateLimit{Enabled: true, Window: window, Max: max},
+		})
+		return plain, err
+	}
+	if e.apiKeys.hot, err = create(hotKey, bigMax); err != nil {
+		return err
+	}
+	if e.apiKeys.deny, err = create(denialStorm, denyMax); err != nil {
+		return err
+	}
+	for range denyMax {
+		if r, err := m.Verify(ctx, e.apiKeys.deny); err != nil || !r.Valid {
+			return fmt.Errorf("spending the denial-storm key: %v %v", r.Code, err)
+		}
+	}
+	e.apiKeys.uniform = make([]string, n)
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	const workers = 8
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < n; i += workers {
+				plain, err := create(uniformKeys, bigMax)
+				if err != nil {
+					mu.Lock()
+					firstErr = firstOf(firstErr, err)
+					mu.Unlock()
+					return
+				}
+				e.apiKeys.uniform[i] = plain
+			}
+		}()
+	}
+	wg.Wait()
+	return firstErr
+}
+
+// sqlBackend opens one SQL database with every approach on it.
+func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string) (*backend, error) {
+	e, err := openSQL(ctx, name, dsn, cfg, runID)
+	if err != nil {
+		return nil, err
+	}
+	b := &backend{name: name, version: e.version(ctx), keys: cfg.keys, roundTrips: e.rt.Load, close: e.close}
+	fail := func(err error) (*backend, error) {
+		e.close()
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	orms, err := e.openORMs()
+	if err != nil {
+		return fail(err)
+	}
+	if err := e.seedAPIKeys(ctx, orms[0].db, cfg.keys); err != nil {
+		return fail(fmt.Errorf("seeding API keys: %w", err))
+	}
+	b.approaches = []*approach{e.floor(), e.reference(), e.locking()}
+	for _, o := range orms {
+		b.approaches = append(b.approaches, e.increment(o))
+	}
+	for _, o := range orms {
+		a, err := e.limiter(o)
+		if err != nil {
+			return fail(err)
+		}
+		b.approaches = append(b.approaches, a)
+	}
+	for _, o := range orms {
+		a, err := e.verifier(o)
+		if err != nil {
+			return fail(err)
+		}
+		b.approaches = append(b.approaches, a)
+	}
+	return b, nil
+}
