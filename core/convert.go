@@ -55,6 +55,11 @@ func ParseTime(v any) (time.Time, error) {
 	return time.Time{}, fmt.Errorf("cannot convert %T to a time", v)
 }
 
+// ParseInt converts an integer in any form a driver may return it: any Go
+// integer type, an integral float64, or decimal text (MySQL's text protocol
+// gives []byte). Values outside int64 are an error.
+func ParseInt(v any) (int64, error) { return toInt64(v) }
+
 // toInt64 converts any integer form a driver may return.
 func toInt64(v any) (int64, error) {
 	switch x := v.(type) {

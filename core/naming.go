@@ -73,6 +73,22 @@ func (t *Table) ColumnByName(name string) (Column, bool) {
 // PrimaryKey returns the primary-key column.
 func (t *Table) PrimaryKey() Column { return t.Columns[0] }
 
+// SelectsOne reports whether where, at the adapter level (physical column
+// names), pins at most one row by itself: an equality with a non-nil value
+// on the primary key or a unique column. Such a guard needs no "first
+// matching row" subquery to change at most one row.
+func (t *Table) SelectsOne(where []Where) bool {
+	for _, w := range where {
+		if w.Op != OpEq || w.Value == nil {
+			continue
+		}
+		if i, ok := t.byColumn[w.Field]; ok && (t.Columns[i].Field.Primary || t.Columns[i].Field.Unique) {
+			return true
+		}
+	}
+	return false
+}
+
 // ColumnNames returns the physical column names in model order.
 func (t *Table) ColumnNames() []string {
 	names := make([]string, len(t.Columns))

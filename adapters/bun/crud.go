@@ -181,7 +181,7 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 	}
 	q := a.db.NewDelete().TableExpr("?", bun.Ident(t.Name))
 	switch {
-	case selectsOne(t, where):
+	case t.SelectsOne(where):
 	case a.dialect == dialect.MySQL:
 		q = q.OrderExpr("? ASC", bun.Ident(t.PrimaryKey().Name)).Limit(1)
 	default:
@@ -231,5 +231,5 @@ func (a *Adapter) count(ctx context.Context, t *core.Table, where []core.Where, 
 	if rec == nil {
 		return 0, fmt.Errorf("sluicebun: count(*) returned no row")
 	}
-	return asInt64(rec[countColumn])
+	return core.ParseInt(rec[countColumn])
 }

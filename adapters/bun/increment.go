@@ -72,7 +72,7 @@ func (a *Adapter) updateOne(ctx context.Context, t *core.Table, where []core.Whe
 	if err != nil {
 		return nil, err
 	}
-	if !selectsOne(t, where) {
+	if !t.SelectsOne(where) {
 		key, sub := a.oneRow(t, expr, args)
 		q = q.Where("? = (?)", key, sub)
 	}
@@ -112,7 +112,7 @@ func (a *Adapter) updateOneLocked(ctx context.Context, t *core.Table, where []co
 		if err != nil || row == nil {
 			return err
 		}
-		id, err := asInt64(row[pkName])
+		id, err := core.ParseInt(row[pkName])
 		if err != nil {
 			return fmt.Errorf("primary key %q: %w", pkName, err)
 		}

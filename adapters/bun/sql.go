@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -158,20 +157,6 @@ func columns(t *core.Table) schema.QueryAppender {
 	return bun.In(idents)
 }
 
-// selectsOne reports whether where pins at most one row by itself: an
-// equality with a value on the primary key or a unique column.
-func selectsOne(t *core.Table, where []core.Where) bool {
-	for _, w := range where {
-		if w.Op != core.OpEq || w.Value == nil {
-			continue
-		}
-		if c, ok := t.ColumnByName(w.Field); ok && (c.Field.Primary || c.Field.Unique) {
-			return true
-		}
-	}
-	return false
-}
-
 // query runs a statement built with bun and returns its rows as records.
 // It scans into plain values rather than through a bun model, so that every
 // driver's natural types reach core.DB, which converts them.
@@ -193,28 +178,7 @@ func (a *Adapter) query(ctx context.Context, q schema.QueryAppender, p *params) 
 		return nil, err
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	var out []core.Record
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		// Scanning into *any copies driver-owned []byte, so records stay valid.
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		rec := make(core.Record, len(cols))
-		for i, c := range cols {
-			rec[c] = vals[i]
-		}
-		out = append(out, rec)
-	}
-	return out, rows.Err()
+	return core.ScanRecords(rows)
 }
 
 // queryOne runs q and returns its first row, or nil when it returned none.
@@ -248,27 +212,4 @@ func (a *Adapter) affected(ctx context.Context, q schema.QueryAppender, p *param
 		return 0, err
 	}
 	return res.RowsAffected()
-}
-
-// asInt64 reads an integer in any form a driver returns it (MySQL's text
-// protocol gives []byte).
-func asInt64(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case int32:
-		return int64(x), nil
-	case int:
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, fmt.Errorf("sluicebun: %d overflows int64", x)
-		}
-		return int64(x), nil
-	case []byte:
-		return strconv.ParseInt(string(x), 10, 64)
-	case string:
-		return strconv.ParseInt(x, 10, 64)
-	}
-	return 0, fmt.Errorf("sluicebun: cannot read %T as an integer", v)
 }

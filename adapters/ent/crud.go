@@ -56,7 +56,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 			return nil, err
 		}
 	}
-	n, err := asInt64(id)
+	n, err := core.ParseInt(id)
 	if err != nil {
 		return nil, fmt.Errorf("primary key %q: %w", pk, err)
 	}
@@ -207,7 +207,7 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 		}
 		q, args = d.Query()
 		q += " ORDER BY " + a.sqlb().String(func(b *entsql.Builder) { b.Ident(pk) }) + " LIMIT 1"
-	case singleRow(t, where):
+	case t.SelectsOne(where):
 		q, args = d.Where(g).Query()
 	default:
 		inner, _ := a.guard(where)

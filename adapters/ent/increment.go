@@ -55,7 +55,7 @@ func (a *Adapter) setter(u *entsql.UpdateBuilder, inc []core.Delta, set []core.A
 
 func (a *Adapter) updateOneReturning(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
 	key := updateShape(t, where, inc, set)
-	single := singleRow(t, where)
+	single := t.SelectsOne(where)
 	if q, ok := a.stmts.get(key); ok {
 		return a.queryOne(ctx, q, a.updateArgs(where, inc, set, !single))
 	}
@@ -101,7 +101,7 @@ func (a *Adapter) updateOneLocked(ctx context.Context, t *core.Table, where []co
 		if err != nil || len(ids) == 0 {
 			return err
 		}
-		id, err := asInt64(ids[0][pk])
+		id, err := core.ParseInt(ids[0][pk])
 		if err != nil {
 			return fmt.Errorf("primary key %q: %w", pk, err)
 		}

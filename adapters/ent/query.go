@@ -3,7 +3,6 @@ package sluiceent
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"entgo.io/ent/dialect"
@@ -141,20 +140,6 @@ func (a *Adapter) firstMatch(t *core.Table, g *entsql.Predicate) *entsql.Selecto
 	return sel
 }
 
-// singleRow reports whether the guard can match at most one row: it has an
-// equality on the primary key or on a unique column.
-func singleRow(t *core.Table, where []core.Where) bool {
-	for _, w := range where {
-		if w.Op != core.OpEq || w.Value == nil {
-			continue
-		}
-		if c, ok := t.ColumnByName(w.Field); ok && (c.Field.Primary || c.Field.Unique) {
-			return true
-		}
-	}
-	return false
-}
-
 // queryRows runs a statement that returns rows and reads them all.
 func (a *Adapter) queryRows(ctx context.Context, q string, args []any) ([]core.Record, error) {
 	var rows entsql.Rows
@@ -162,29 +147,8 @@ func (a *Adapter) queryRows(ctx context.Context, q string, args []any) ([]core.R
 		return nil, a.mapErr(err)
 	}
 	defer rows.Close()
-	cols, err := rows.Columns()
+	out, err := core.ScanRecords(rows)
 	if err != nil {
-		return nil, err
-	}
-	var out []core.Record
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for rows.Next() {
-		for i := range vals {
-			vals[i] = nil
-			ptrs[i] = &vals[i]
-		}
-		// Scanning into *any copies []byte values, so the record owns them.
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		rec := make(core.Record, len(cols))
-		for i, c := range cols {
-			rec[c] = vals[i]
-		}
-		out = append(out, rec)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, a.mapErr(err)
 	}
 	if err := rows.Close(); err != nil {
@@ -228,32 +192,9 @@ func (a *Adapter) scalar(ctx context.Context, q string, args []any) (int64, erro
 	if err := rows.Scan(&v); err != nil {
 		return 0, err
 	}
-	n, err := asInt64(v)
+	n, err := core.ParseInt(v)
 	if err != nil {
 		return 0, err
 	}
 	return n, rows.Close()
-}
-
-// asInt64 converts an integer as a driver returns it: MySQL's text protocol
-// gives []byte.
-func asInt64(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case int32:
-		return int64(x), nil
-	case int:
-		return int64(x), nil
-	case uint64:
-		if x > 1<<63-1 {
-			return 0, fmt.Errorf("sluiceent: %d overflows int64", x)
-		}
-		return int64(x), nil
-	case []byte:
-		return strconv.ParseInt(string(x), 10, 64)
-	case string:
-		return strconv.ParseInt(x, 10, 64)
-	}
-	return 0, fmt.Errorf("sluiceent: cannot read %T as an integer", v)
 }

@@ -204,7 +204,7 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 	s := a.stmt(ts).w("DELETE FROM ", ts.name)
 	var err error
 	switch {
-	case ts.singleRow(where):
+	case t.SelectsOne(where):
 		err = s.where(where, false)
 	case a.dialect == mysql:
 		if err = s.where(where, false); err == nil {

@@ -43,7 +43,7 @@ func (a *Adapter) updateOneReturning(ctx context.Context, t *core.Table, where [
 	ts := a.table(t)
 	s := a.stmt(ts).w("UPDATE ", ts.name, " SET ")
 	s.set(inc, set)
-	if ts.singleRow(where) {
+	if t.SelectsOne(where) {
 		if err := s.where(where, false); err != nil {
 			return nil, err
 		}

@@ -19,7 +19,6 @@ type tableSQL struct {
 	pk      string            // quoted primary-key column
 	pkName  string            // physical primary-key column
 	columns string            // quoted column list, for SELECT and RETURNING
-	unique  map[string]bool   // physical columns that select at most one row on Eq
 	quoted  map[string]string // physical column → quoted
 }
 
@@ -28,14 +27,11 @@ func (a *Adapter) table(t *core.Table) *tableSQL {
 		return ts.(*tableSQL)
 	}
 	ts := &tableSQL{name: a.quote(t.Name), pk: a.quote(t.PrimaryKey().Name), pkName: t.PrimaryKey().Name,
-		unique: map[string]bool{}, quoted: map[string]string{}}
+		quoted: map[string]string{}}
 	cols := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
 		cols[i] = a.quote(c.Name)
 		ts.quoted[c.Name] = cols[i]
-		if c.Field.Primary || c.Field.Unique {
-			ts.unique[c.Name] = true
-		}
 	}
 	ts.columns = strings.Join(cols, ", ")
 	a.tables.Store(t, ts)
@@ -56,18 +52,6 @@ func (a *Adapter) quote(name string) string {
 	var b strings.Builder
 	a.db.Dialector.QuoteTo(&b, name)
 	return b.String()
-}
-
-// singleRow reports whether where pins at most one row by itself: an Eq on
-// the primary key or a unique column with a non-NULL value. Such a guard
-// needs no "first matching row" subquery.
-func (ts *tableSQL) singleRow(where []core.Where) bool {
-	for _, w := range where {
-		if w.Op == core.OpEq && w.Value != nil && ts.unique[w.Field] {
-			return true
-		}
-	}
-	return false
 }
 
 // stmt builds one statement, with the bind variables of the gorm dialector
@@ -231,33 +215,12 @@ func (s *stmt) exec(ctx context.Context) (sql.Result, int64, error) {
 	return res.Result, tx.RowsAffected, s.a.mapErr(tx.Error)
 }
 
-// scan reads every row into records keyed by column name, values as the
-// driver produced them (core.DB converts them).
+// scan reads every row into records and closes rows.
 func scan(rows *sql.Rows) (recs []core.Record, err error) {
 	defer func() {
 		if cerr := rows.Close(); err == nil {
 			err = cerr
 		}
 	}()
-	cols, err := rows.Columns()
-	if err != nil {
-		return nil, err
-	}
-	vals := make([]any, len(cols))
-	ptrs := make([]any, len(cols))
-	for i := range vals {
-		ptrs[i] = &vals[i]
-	}
-	for rows.Next() {
-		if err := rows.Scan(ptrs...); err != nil {
-			return nil, err
-		}
-		rec := make(core.Record, len(cols))
-		for i, c := range cols {
-			rec[c] = vals[i]
-			vals[i] = nil
-		}
-		recs = append(recs, rec)
-	}
-	return recs, rows.Err()
+	return core.ScanRecords(rows)
 }
