@@ -95,3 +95,14 @@ type Transactor interface {
 type Unwrapper interface {
 	Unwrap() any
 }
+
+// SchemaChecker is implemented by adapters that can inspect the tables they
+// run on. CheckSchema reports, naming what is missing, when t lacks what
+// exact decisions depend on: a unique index on each field the schema marks
+// Unique (without it, two concurrent first requests can each insert a
+// counter for the same key), or a comparison that ignores trailing spaces
+// on such a field (then two keys share one row). [DB.CheckSchema] runs it;
+// adapters without it are taken as sound.
+type SchemaChecker interface {
+	CheckSchema(ctx context.Context, t *Table) error
+}

@@ -436,3 +436,32 @@ func addChecked(cur, by int64) (int64, error) {
 	}
 	return cur + by, nil
 }
+
+// CheckSchema asks the adapter, when it implements [SchemaChecker], whether
+// the tables of the given models (every model of the schema when none is
+// named) have what exact decisions depend on, such as the unique index on a
+// rate-limit key. The rate limiter and the API-key manager run it before
+// their first decision; call it at start-up to fail early.
+func (db *DB) CheckSchema(ctx context.Context, models ...string) error {
+	const op = "CheckSchema"
+	if db == nil || db.adapter == nil {
+		return invalid(op, "", "the DB is not initialised: make it with core.New or an adapter's Open")
+	}
+	sc, ok := db.adapter.(SchemaChecker)
+	if !ok {
+		return nil
+	}
+	if len(models) == 0 {
+		models = db.schema.Models()
+	}
+	for _, m := range models {
+		t, ok := db.schema.Table(m)
+		if !ok {
+			return invalid(op, m, "unknown model %q", m)
+		}
+		if err := sc.CheckSchema(ctx, t); err != nil {
+			return wrap(op, m, err)
+		}
+	}
+	return nil
+}

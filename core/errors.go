@@ -19,6 +19,9 @@ var (
 	ErrInvalid = errors.New("invalid request")
 	// ErrUnsupported reports an operation the adapter cannot perform.
 	ErrUnsupported = errors.New("unsupported")
+	// ErrSchema reports a table that lacks what exact decisions depend on,
+	// such as the unique index on a rate-limit key (see [DB.CheckSchema]).
+	ErrSchema = errors.New("schema unfit for exact decisions")
 )
 
 // Error is the error type returned by [DB]. It names the operation and model,
@@ -73,7 +76,7 @@ func wrap(op, model string, err error) error {
 		return err
 	}
 	var kind error
-	for _, s := range []error{ErrNotFound, ErrConflict, ErrContention, ErrInvalid, ErrUnsupported} {
+	for _, s := range []error{ErrNotFound, ErrConflict, ErrContention, ErrInvalid, ErrUnsupported, ErrSchema} {
 		if errors.Is(err, s) {
 			kind = s
 			break
