@@ -3,41 +3,55 @@ package sluicesql
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
 )
 
 // Adapter is the [core.Adapter] of every SQL database, over any [Executor].
-// It also implements [core.Incrementer], [core.Transactor] and
-// [core.Unwrapper]. It is safe for concurrent use when its executor is (a
-// pool is; a transaction is not).
+// It also implements [core.Incrementer], [core.Transactor],
+// [core.SchemaChecker] and [core.Unwrapper]. It is safe for concurrent use
+// when its executor is (a pool is; a transaction is not).
 type Adapter struct {
 	e *engine // shared by every adapter derived from the same New
 	x Executor
 	// inTx is true when x is a transaction: one the engine began, or the
 	// caller's own (an Executor that is not a Beginner).
 	inTx  bool
-	depth int // savepoint nesting depth inside a transaction
+	depth int  // savepoints open around x
+	root  bool // x is the executor given to New
 }
 
 var (
-	_ core.Adapter     = (*Adapter)(nil)
-	_ core.Incrementer = (*Adapter)(nil)
-	_ core.Transactor  = (*Adapter)(nil)
-	_ core.Unwrapper   = (*Adapter)(nil)
+	_ core.Adapter       = (*Adapter)(nil)
+	_ core.Incrementer   = (*Adapter)(nil)
+	_ core.Transactor    = (*Adapter)(nil)
+	_ core.Unwrapper     = (*Adapter)(nil)
+	_ core.SchemaChecker = (*Adapter)(nil)
 )
 
 // engine holds what every adapter derived from one New shares.
 type engine struct {
 	opts     Options
 	features Features
+	dollar   bool // $n placeholders
+
+	stmts  sync.Map // shape → statement text
+	nstmts atomic.Int64
 }
+
+// maxCachedStatements bounds the statement cache: shapes are few in
+// practice, but IN lists of every length would each make one.
+const maxCachedStatements = 4096
 
 // Features are what the engine learned about the server when it opened.
 type Features struct {
 	Dialect Dialect
 	// Server is the server's version text, such as "15.19" or
-	// "10.11.19-MariaDB".
+	// "10.11.19-MariaDB-0+deb12u1".
 	Server string
 	// MariaDB is true for MariaDB on the MySQL dialect.
 	MariaDB bool
@@ -48,8 +62,169 @@ type Features struct {
 }
 
 // New returns the engine's adapter on exec. It asks the server for its
-// version, refuses a server of another dialect than opts.Dialect and, on
-// MySQL, a session that does not read and write times in UTC.
+// version, and refuses a server of another dialect than opts.Dialect, an
+// SQLite older than 3.35, and, on MySQL, a connection that reads times in
+// another zone than UTC (see [Options]).
 func New(ctx context.Context, exec Executor, opts Options) (*Adapter, error) {
-	return nil, errors.New("sluicesql: not implemented yet")
+	if opts.Name == "" {
+		opts.Name = "sluicesql"
+	}
+	if exec == nil {
+		return nil, fmt.Errorf("%w: %s: nil executor", core.ErrInvalid, opts.Name)
+	}
+	if !opts.Dialect.valid() {
+		return nil, fmt.Errorf("%w: %s: unknown dialect %d (want sluicesql.Postgres, MySQL or SQLite)", core.ErrInvalid, opts.Name, opts.Dialect)
+	}
+	e := &engine{opts: opts, features: Features{Dialect: opts.Dialect}}
+	switch opts.Placeholder {
+	case Dollar:
+		e.dollar = true
+	case DefaultPlaceholder:
+		e.dollar = opts.Dialect == Postgres
+	}
+	_, begins := exec.(Beginner)
+	a := &Adapter{e: e, x: exec, inTx: !begins, root: true}
+	if err := a.probe(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+func (e *engine) name() string { return e.opts.Name }
+
+// Dialect returns the adapter's dialect.
+func (a *Adapter) Dialect() Dialect { return a.e.features.Dialect }
+
+// Features returns what the engine learned about the server at New.
+func (a *Adapter) Features() Features { return a.e.features }
+
+// WithExecutor returns an adapter of the same engine (dialect, features,
+// statement cache) on x, for example a transaction the caller began on the
+// same database. An x that is not a [Beginner] is the caller's transaction:
+// the adapter never commits or rolls it back.
+func (a *Adapter) WithExecutor(x Executor) *Adapter {
+	_, begins := x.(Beginner)
+	return &Adapter{e: a.e, x: x, inTx: !begins}
+}
+
+// Executor returns the executor the adapter runs statements on.
+func (a *Adapter) Executor() Executor { return a.x }
+
+// Unwrap returns the ORM object the adapter runs on: [Options.Unwrap] on
+// the executor given to New, or what [Options.TxUnwrap] makes of any other
+// executor (a transaction; the executor itself without TxUnwrap).
+func (a *Adapter) Unwrap() any {
+	if a.root && a.e.opts.Unwrap != nil {
+		return a.e.opts.Unwrap
+	}
+	if a.e.opts.TxUnwrap != nil {
+		return a.e.opts.TxUnwrap(a.x)
+	}
+	return a.x
+}
+
+// newBuilder starts a statement in the engine's placeholder style.
+func (a *Adapter) newBuilder() *builder {
+	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar}
+}
+
+// stmt renders a statement through render, reusing the cached text of its
+// shape when there is one: only the arguments are laid out again.
+func (a *Adapter) stmt(key shape, render func(b *builder)) (string, []any) {
+	if q, ok := a.e.stmts.Load(key); ok {
+		b := &builder{d: a.e.features.Dialect, argsOnly: true}
+		render(b)
+		return q.(string), b.args
+	}
+	b := a.newBuilder()
+	render(b)
+	q := b.sb.String()
+	if a.e.nstmts.Load() < maxCachedStatements {
+		if _, loaded := a.e.stmts.LoadOrStore(key, q); !loaded {
+			a.e.nstmts.Add(1)
+		}
+	}
+	return q, b.args
+}
+
+// Transaction runs fn in a transaction. At the top level the engine begins
+// one, commits it when fn returns nil and rolls it back otherwise. Inside a
+// transaction (the engine's or the caller's) it opens a savepoint instead,
+// so an error from fn undoes fn's writes and nothing else. A panic in fn
+// rolls back and propagates. The engine does not re-run fn: a deadlock or
+// serialization failure comes back as core.ErrContention for the caller
+// to decide.
+func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx core.Adapter) error) error {
+	if fn == nil {
+		return fmt.Errorf("%w: %s: Transaction with a nil function", core.ErrInvalid, a.e.name())
+	}
+	return a.inTransaction(ctx, func(tx *Adapter) error { return fn(ctx, tx) })
+}
+
+// inTransaction runs fn in a new transaction or, inside one, a savepoint.
+func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error) (err error) {
+	if a.inTx {
+		return a.savepoint(ctx, fn)
+	}
+	b, ok := a.x.(Beginner)
+	if !ok {
+		return fmt.Errorf("%w: %s: executor %T cannot begin a transaction", core.ErrUnsupported, a.e.name(), a.x)
+	}
+	tx, err := b.Begin(ctx)
+	if err != nil {
+		return a.e.mapErr(err) // SQLite's BEGIN IMMEDIATE can time out busy
+	}
+	done := false
+	defer func() {
+		if !done {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	if err := fn(&Adapter{e: a.e, x: tx, inTx: true}); err != nil {
+		done = true
+		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, context.Canceled) {
+			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
+		}
+		return err
+	}
+	done = true
+	return a.e.mapErr(tx.Commit(ctx))
+}
+
+// savepoint runs fn inside a savepoint of the current transaction.
+func (a *Adapter) savepoint(ctx context.Context, fn func(tx *Adapter) error) (err error) {
+	name := a.e.features.Dialect.quote("sluice_sp" + strconv.Itoa(a.depth+1))
+	if _, err := a.x.Exec(ctx, "SAVEPOINT "+name); err != nil {
+		return a.e.mapErr(err)
+	}
+	inner := &Adapter{e: a.e, x: a.x, inTx: true, depth: a.depth + 1, root: a.root}
+	done := false
+	defer func() {
+		if !done {
+			_, _ = a.x.Exec(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name)
+		}
+	}()
+	if err := fn(inner); err != nil {
+		done = true
+		if _, rerr := a.x.Exec(context.WithoutCancel(ctx), "ROLLBACK TO SAVEPOINT "+name); rerr != nil {
+			return errors.Join(err, fmt.Errorf("rollback to savepoint: %w", a.e.mapErr(rerr)))
+		}
+		_, _ = a.x.Exec(context.WithoutCancel(ctx), "RELEASE SAVEPOINT "+name)
+		return err
+	}
+	done = true
+	if _, err := a.x.Exec(ctx, "RELEASE SAVEPOINT "+name); err != nil {
+		return a.e.mapErr(err)
+	}
+	return nil
+}
+
+// writeTx runs fn in a transaction of its own, retried as a whole when the
+// database aborts it for concurrent writers, or directly in the current
+// transaction.
+func (a *Adapter) writeTx(ctx context.Context, fn func(tx *Adapter) error) error {
+	if a.inTx {
+		return a.e.mapErr(fn(a))
+	}
+	return a.retry(ctx, func() error { return a.inTransaction(ctx, fn) })
 }

@@ -1,0 +1,213 @@
+package sluicesql
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// builder writes one statement and its arguments. In argsOnly mode it lays
+// out the arguments alone: a cached statement's text is reused, and running
+// the same rendering code for its arguments keeps their order right by
+// construction.
+type builder struct {
+	sb       strings.Builder
+	args     []any
+	n        int // placeholders written so far
+	d        Dialect
+	dollar   bool // $1, $2, … rather than ?
+	argsOnly bool
+}
+
+func (b *builder) write(s string) {
+	if !b.argsOnly {
+		b.sb.WriteString(s)
+	}
+}
+
+func (b *builder) ident(name string) { b.write(b.d.quote(name)) }
+
+// arg writes a placeholder and appends the value, bound for the dialect.
+func (b *builder) arg(v any) {
+	b.args = append(b.args, bindValue(b.d, v))
+	b.n++
+	if b.argsOnly {
+		return
+	}
+	if b.dollar {
+		b.sb.WriteByte('$')
+		b.sb.WriteString(strconv.Itoa(b.n))
+	} else {
+		b.sb.WriteByte('?')
+	}
+}
+
+// columns writes the table's columns, comma-separated.
+func (b *builder) columns(t *core.Table) {
+	for i, c := range t.Columns {
+		if i > 0 {
+			b.write(", ")
+		}
+		b.ident(c.Name)
+	}
+}
+
+// where writes " WHERE c1 AND c2 …", or nothing for no clauses.
+func (b *builder) where(ws []core.Where) {
+	for i, w := range ws {
+		if i == 0 {
+			b.write(" WHERE ")
+		} else {
+			b.write(" AND ")
+		}
+		b.cond(w)
+	}
+}
+
+// conds writes the clauses joined by AND, without the WHERE keyword.
+func (b *builder) conds(ws []core.Where) {
+	for i, w := range ws {
+		if i > 0 {
+			b.write(" AND ")
+		}
+		b.cond(w)
+	}
+}
+
+var opSQL = [...]string{core.OpEq: " = ", core.OpNe: " <> ", core.OpLt: " < ", core.OpLte: " <= ", core.OpGt: " > ", core.OpGte: " >= "}
+
+// cond writes one clause. core.DB has validated it: IN lists are non-empty
+// []any without nils; nil appears only with OpEq and OpNe.
+func (b *builder) cond(w core.Where) {
+	b.ident(w.Field)
+	switch {
+	case w.Value == nil && w.Op == core.OpEq:
+		b.write(" IS NULL")
+	case w.Value == nil && w.Op == core.OpNe:
+		b.write(" IS NOT NULL")
+	case w.Op == core.OpIn || w.Op == core.OpNotIn:
+		if w.Op == core.OpIn {
+			b.write(" IN (")
+		} else {
+			b.write(" NOT IN (")
+		}
+		list, _ := w.Value.([]any)
+		for i, v := range list {
+			if i > 0 {
+				b.write(", ")
+			}
+			b.arg(v)
+		}
+		b.write(")")
+	default:
+		b.write(opSQL[w.Op])
+		b.arg(w.Value)
+	}
+}
+
+// assignments writes "SET c = c + ?, d = ?, …".
+//
+// SQLite turns an integer that overflows into a REAL and stores it; the
+// delta is guarded there with a CASE whose overflow branch calls
+// abs(-9223372036854775808), which SQLite answers with an "integer
+// overflow" error, so the statement fails and nothing is written.
+// PostgreSQL and MySQL fail an overflowing addition themselves.
+func (b *builder) assignments(inc []core.Delta, set []core.Assignment) {
+	b.write(" SET ")
+	first := true
+	sep := func() {
+		if !first {
+			b.write(", ")
+		}
+		first = false
+	}
+	for _, d := range inc {
+		sep()
+		b.ident(d.Column)
+		b.write(" = ")
+		if b.d == SQLite && d.By != 0 {
+			b.write("CASE WHEN ")
+			b.ident(d.Column)
+			if d.By > 0 {
+				b.write(" > ")
+				b.arg(int64(maxInt64 - d.By))
+			} else {
+				b.write(" < ")
+				b.arg(int64(minInt64 - d.By))
+			}
+			b.write(" THEN abs(")
+			b.arg(int64(minInt64))
+			b.write(") ELSE ")
+			b.ident(d.Column)
+			b.write(" + ")
+			b.arg(d.By)
+			b.write(" END")
+			continue
+		}
+		b.ident(d.Column)
+		b.write(" + ")
+		b.arg(d.By)
+	}
+	for _, s := range set {
+		sep()
+		b.ident(s.Column)
+		if s.Value == nil {
+			b.write(" = NULL")
+			continue
+		}
+		b.write(" = ")
+		b.arg(s.Value)
+	}
+}
+
+const (
+	maxInt64 = 1<<63 - 1
+	minInt64 = -1 << 63
+)
+
+// shape is the cache key of a statement's text: everything that changes
+// the text, and nothing that changes only the arguments.
+type shape struct {
+	t    *core.Table
+	kind byte
+	s    string
+}
+
+// shapeOf describes where clauses, deltas and assignments.
+func shapeOf(t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment) shape {
+	var b strings.Builder
+	for _, w := range where {
+		b.WriteString(w.Field)
+		b.WriteByte(0)
+		b.WriteByte(byte(w.Op))
+		switch {
+		case w.Value == nil:
+			b.WriteByte('n')
+		case w.Op == core.OpIn || w.Op == core.OpNotIn:
+			list, _ := w.Value.([]any)
+			b.WriteString(strconv.Itoa(len(list)))
+		}
+		b.WriteByte(1)
+	}
+	b.WriteByte(2)
+	for _, d := range inc {
+		b.WriteString(d.Column)
+		switch {
+		case d.By > 0:
+			b.WriteByte('+')
+		case d.By < 0:
+			b.WriteByte('-')
+		}
+		b.WriteByte(1)
+	}
+	b.WriteByte(2)
+	for _, s := range set {
+		b.WriteString(s.Column)
+		if s.Value == nil {
+			b.WriteByte('n')
+		}
+		b.WriteByte(1)
+	}
+	return shape{t: t, kind: kind, s: b.String()}
+}

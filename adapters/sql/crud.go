@@ -1,0 +1,323 @@
+package sluicesql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// Statement kinds, for the statement cache.
+const (
+	kindCreate byte = iota + 1
+	kindFindOne
+	kindUpdateOne
+	kindLockFirst
+	kindUpdateByPK
+	kindFindByPK
+)
+
+// Create inserts one row and returns it as stored. PostgreSQL and SQLite
+// use INSERT … ON CONFLICT DO NOTHING RETURNING, so a taken unique key does
+// not abort a surrounding PostgreSQL transaction; no row back is a
+// conflict. MariaDB 10.5+ uses INSERT … RETURNING; MySQL inserts and reads
+// the row back by its new primary key, in one transaction.
+func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+	f := a.e.features
+	render := func(b *builder, returning bool) {
+		b.write("INSERT INTO ")
+		b.ident(t.Name)
+		switch {
+		case len(values) > 0:
+			b.write(" (")
+			for i, v := range values {
+				if i > 0 {
+					b.write(", ")
+				}
+				b.ident(v.Column)
+			}
+			b.write(") VALUES (")
+			for i, v := range values {
+				if i > 0 {
+					b.write(", ")
+				}
+				if v.Value == nil {
+					b.write("NULL")
+				} else {
+					b.arg(v.Value)
+				}
+			}
+			b.write(")")
+		case f.Dialect == MySQL:
+			b.write(" () VALUES ()")
+		default:
+			b.write(" DEFAULT VALUES")
+		}
+		if !returning {
+			return
+		}
+		if f.Dialect != MySQL {
+			b.write(" ON CONFLICT DO NOTHING")
+		}
+		b.write(" RETURNING ")
+		b.columns(t)
+	}
+	key := shapeOf(t, kindCreate, nil, nil, values)
+	if f.InsertReturning {
+		q, args := a.stmt(key, func(b *builder) { render(b, true) })
+		var rec core.Record
+		err := a.retry(ctx, func() (err error) {
+			rec, err = a.queryOne(ctx, q, args)
+			return err
+		})
+		if err == nil && rec == nil {
+			err = fmt.Errorf("%w: insert into %s: a row with the same unique key exists", core.ErrConflict, t.Name)
+		}
+		return rec, err
+	}
+	// MySQL without INSERT … RETURNING: LAST_INSERT_ID() is per connection,
+	// so the insert and the read-back share a transaction.
+	q, args := a.stmt(key, func(b *builder) { render(b, false) })
+	pk := t.PrimaryKey().Name
+	var out core.Record
+	err := a.writeTx(ctx, func(tx *Adapter) error {
+		if _, err := tx.x.Exec(ctx, q, args...); err != nil {
+			return err
+		}
+		var id any
+		for _, v := range values {
+			if v.Column == pk {
+				id = v.Value
+			}
+		}
+		if id == nil {
+			n, err := tx.scalar(ctx, "SELECT LAST_INSERT_ID()", nil)
+			if err != nil {
+				return err
+			}
+			id = n
+		}
+		rec, err := tx.findByPK(ctx, t, id)
+		if err == nil && rec == nil {
+			err = fmt.Errorf("%s: inserted row %s=%v not found", a.e.name(), pk, id)
+		}
+		out = rec
+		return err
+	})
+	return out, err
+}
+
+// findByPK reads one row by primary key.
+func (a *Adapter) findByPK(ctx context.Context, t *core.Table, id any) (core.Record, error) {
+	where := []core.Where{core.Eq(t.PrimaryKey().Name, id)}
+	q, args := a.stmt(shapeOf(t, kindFindByPK, where, nil, nil), func(b *builder) {
+		b.write("SELECT ")
+		b.columns(t)
+		b.write(" FROM ")
+		b.ident(t.Name)
+		b.where(where)
+	})
+	return a.queryOne(ctx, q, args)
+}
+
+// FindOne returns the first matching row in primary-key order, or nil.
+func (a *Adapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	q, args := a.stmt(shapeOf(t, kindFindOne, where, nil, nil), func(b *builder) {
+		b.write("SELECT ")
+		b.columns(t)
+		b.write(" FROM ")
+		b.ident(t.Name)
+		b.where(where)
+		b.write(" ORDER BY ")
+		b.ident(t.PrimaryKey().Name)
+		b.write(" LIMIT 1")
+	})
+	var rec core.Record
+	err := a.retry(ctx, func() (err error) {
+		rec, err = a.queryOne(ctx, q, args)
+		return err
+	})
+	return rec, err
+}
+
+// FindMany returns the matching rows, ordered by opts.SortBy and then by
+// primary key (or by primary key alone).
+func (a *Adapter) FindMany(ctx context.Context, t *core.Table, where []core.Where, opts core.FindOptions) ([]core.Record, error) {
+	if opts.Limit < 0 || opts.Offset < 0 {
+		return nil, fmt.Errorf("%w: negative limit or offset", core.ErrInvalid)
+	}
+	pk := t.PrimaryKey().Name
+	sortBy, desc := opts.SortBy, opts.Desc
+	if sortBy == "" {
+		sortBy, desc = pk, false
+	}
+	if _, ok := t.ColumnByName(sortBy); !ok {
+		return nil, fmt.Errorf("%w: sort by unknown column %q", core.ErrInvalid, sortBy)
+	}
+	b := a.newBuilder()
+	b.write("SELECT ")
+	b.columns(t)
+	b.write(" FROM ")
+	b.ident(t.Name)
+	b.where(where)
+	b.write(" ORDER BY ")
+	b.ident(sortBy)
+	if desc {
+		b.write(" DESC")
+	}
+	if sortBy != pk { // ties in primary-key order
+		b.write(", ")
+		b.ident(pk)
+	}
+	switch {
+	case opts.Limit > 0:
+		b.write(" LIMIT ")
+		b.arg(int64(opts.Limit))
+	case opts.Offset > 0 && a.e.features.Dialect != Postgres:
+		b.write(" LIMIT ") // MySQL and SQLite accept OFFSET only after LIMIT
+		b.arg(int64(maxInt64))
+	}
+	if opts.Offset > 0 {
+		b.write(" OFFSET ")
+		b.arg(int64(opts.Offset))
+	}
+	var recs []core.Record
+	err := a.retry(ctx, func() (err error) {
+		recs, err = a.query(ctx, b.sb.String(), b.args)
+		return err
+	})
+	if recs == nil && err == nil {
+		recs = []core.Record{}
+	}
+	return recs, err
+}
+
+// Update sets columns on at most one matching row, chosen and guarded as
+// IncrementOne does, and returns it after the write, or nil.
+func (a *Adapter) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+	if len(set) == 0 {
+		return nil, fmt.Errorf("%w: Update on %s: nothing to set", core.ErrInvalid, t.Name)
+	}
+	return a.IncrementOne(ctx, t, where, nil, set)
+}
+
+// UpdateMany sets columns on every matching row and returns how many
+// matched. MySQL reports changed rows unless the DSN sets clientFoundRows,
+// so there the rows are first counted under lock (SELECT COUNT(*) … FOR
+// UPDATE) in the same transaction as the UPDATE.
+func (a *Adapter) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+	if len(set) == 0 {
+		return 0, fmt.Errorf("%w: UpdateMany on %s: nothing to set", core.ErrInvalid, t.Name)
+	}
+	b := a.newBuilder()
+	b.write("UPDATE ")
+	b.ident(t.Name)
+	b.assignments(nil, set)
+	b.where(where)
+	update, uargs := b.sb.String(), b.args
+	if a.e.features.Dialect != MySQL {
+		var n int64
+		err := a.retry(ctx, func() (err error) {
+			n, err = a.exec(ctx, update, uargs)
+			return err
+		})
+		return n, err
+	}
+	c := a.newBuilder()
+	c.write("SELECT COUNT(*) FROM ")
+	c.ident(t.Name)
+	c.where(where)
+	c.write(" FOR UPDATE")
+	var matched int64
+	err := a.writeTx(ctx, func(tx *Adapter) (err error) {
+		if matched, err = tx.scalar(ctx, c.sb.String(), c.args); err != nil || matched == 0 {
+			return err
+		}
+		_, err = tx.exec(ctx, update, uargs)
+		return err
+	})
+	return matched, err
+}
+
+// firstMatch writes "pk = (SELECT pk FROM t WHERE … ORDER BY pk LIMIT 1
+// [FOR UPDATE])": the row a single-row statement changes. On PostgreSQL
+// the lock makes a concurrent writer's statement wait and re-check rather
+// than miss; SQLite serialises writers anyway.
+func (b *builder) firstMatch(t *core.Table, where []core.Where) {
+	pk := t.PrimaryKey().Name
+	b.ident(pk)
+	b.write(" = (SELECT ")
+	b.ident(pk)
+	b.write(" FROM ")
+	b.ident(t.Name)
+	b.where(where)
+	b.write(" ORDER BY ")
+	b.ident(pk)
+	b.write(" LIMIT 1")
+	if b.d == Postgres {
+		b.write(" FOR UPDATE")
+	}
+	b.write(")")
+}
+
+// Delete removes at most one matching row, the first in primary-key order.
+func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+	b := a.newBuilder()
+	b.write("DELETE FROM ")
+	b.ident(t.Name)
+	switch {
+	case a.e.features.Dialect == MySQL:
+		// MySQL has DELETE … ORDER BY … LIMIT, and refuses a subquery on
+		// the table being deleted from (error 1093).
+		b.where(where)
+		b.write(" ORDER BY ")
+		b.ident(t.PrimaryKey().Name)
+		b.write(" LIMIT 1")
+	case t.SelectsOne(where):
+		b.where(where)
+	default:
+		b.write(" WHERE ")
+		b.firstMatch(t, where)
+		if len(where) > 0 {
+			b.write(" AND ")
+			b.conds(where)
+		}
+	}
+	var n int64
+	err := a.retry(ctx, func() (err error) {
+		n, err = a.exec(ctx, b.sb.String(), b.args)
+		return err
+	})
+	return n > 0, err
+}
+
+// DeleteMany removes every matching row and returns how many.
+func (a *Adapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	b := a.newBuilder()
+	b.write("DELETE FROM ")
+	b.ident(t.Name)
+	b.where(where)
+	var n int64
+	err := a.retry(ctx, func() (err error) {
+		n, err = a.exec(ctx, b.sb.String(), b.args)
+		return err
+	})
+	return n, err
+}
+
+// Count returns the number of matching rows.
+func (a *Adapter) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	b := a.newBuilder()
+	b.write("SELECT COUNT(*) FROM ")
+	b.ident(t.Name)
+	b.where(where)
+	var n int64
+	err := a.retry(ctx, func() (err error) {
+		n, err = a.scalar(ctx, b.sb.String(), b.args)
+		return err
+	})
+	return n, err
+}
+
+var errVanished = errors.New("row vanished while locked")

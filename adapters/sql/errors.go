@@ -1,0 +1,157 @@
+package sluicesql
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// class is what an error means to the engine.
+type class uint8
+
+const (
+	other     class = iota
+	conflict        // a unique key is taken: core.ErrConflict
+	retryable       // the database gave up on this statement or transaction because of concurrent writers; nothing took effect
+	invalidIn       // the database refused a value: core.ErrInvalid
+)
+
+// mysqlErrorText matches go-sql-driver/mysql's "Error 1062 (23000): …" and
+// its older "Error 1062: …", so that no driver need be imported.
+var mysqlErrorText = regexp.MustCompile(`Error (\d{4,5})(?: \([0-9A-Z]{5}\))?:`)
+
+// code extracts err's code, from the executor's Codes first, then from the
+// methods and text of the drivers the engine knows.
+func (e *engine) code(err error) (string, bool) {
+	if e.opts.Codes != nil {
+		if c, ok := e.opts.Codes(err); ok {
+			return c, true
+		}
+	}
+	var st interface{ SQLState() string }
+	if errors.As(err, &st) {
+		return st.SQLState(), true
+	}
+	var coded interface{ Code() int }
+	if errors.As(err, &coded) {
+		return strconv.Itoa(coded.Code()), true
+	}
+	if m := mysqlErrorText.FindStringSubmatch(err.Error()); m != nil {
+		return m[1], true
+	}
+	return "", false
+}
+
+// classify tells what err means on the adapter's dialect.
+func (e *engine) classify(err error) class {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return other
+	}
+	d := e.features.Dialect
+	c, ok := e.code(err)
+	if !ok {
+		if d == SQLite { // drivers without a Code method: go by SQLite's own messages
+			switch msg := err.Error(); {
+			case strings.Contains(msg, "UNIQUE constraint failed"), strings.Contains(msg, "PRIMARY KEY constraint failed"):
+				return conflict
+			case strings.Contains(msg, "database is locked"), strings.Contains(msg, "database table is locked"):
+				return retryable
+			case strings.Contains(msg, "integer overflow"):
+				return invalidIn
+			}
+		}
+		return other
+	}
+	cl := classes[d]
+	if d == SQLite {
+		switch {
+		case slices.Contains(cl.conflict, c):
+			return conflict
+		case strings.Contains(err.Error(), "integer overflow"): // from the overflow guard in assignments
+			return invalidIn
+		}
+		if n, err := strconv.Atoi(c); err == nil {
+			c = strconv.Itoa(n & 0xff) // primary result code: SQLITE_BUSY_SNAPSHOT is a BUSY
+		}
+	}
+	switch {
+	case slices.Contains(cl.conflict, c):
+		return conflict
+	case slices.Contains(cl.retryable, c):
+		return retryable
+	case slices.Contains(cl.invalid, c):
+		return invalidIn
+	}
+	return other
+}
+
+// mapErr wraps err with the core sentinel of its class. A retryable error
+// that reaches here was not retried (it happened inside a transaction the
+// engine does not own, or retries ran out): it is core.ErrContention.
+func (e *engine) mapErr(err error) error {
+	switch e.classify(err) {
+	case conflict:
+		return fmt.Errorf("%w: %w", core.ErrConflict, err)
+	case retryable:
+		return fmt.Errorf("%w: %w", core.ErrContention, err)
+	case invalidIn:
+		return fmt.Errorf("%w: the database refused a value: %w", core.ErrInvalid, err)
+	}
+	return err
+}
+
+// Retry policy. A statement that ran alone (autocommit) and failed as
+// retryable took no effect, and neither did a transaction the engine owns
+// that failed so: both run again, after a pause with full jitter that
+// doubles up to a cap, at most maxAttempts times in all and never past the
+// context. Inside a transaction the caller owns nothing is retried: the
+// whole transaction is the unit, and it is the caller's to repeat.
+const (
+	maxAttempts  = 12
+	retryBackoff = time.Millisecond
+	retryCap     = 64 * time.Millisecond
+)
+
+// retry runs op until it succeeds, fails for another reason, or the
+// attempts or the context run out.
+func (a *Adapter) retry(ctx context.Context, op func() error) error {
+	var err error
+	for attempt := 0; attempt < maxAttempts; attempt++ {
+		err = op()
+		if err == nil || a.inTx || a.e.classify(err) != retryable {
+			return a.e.mapErr(err)
+		}
+		if attempt == maxAttempts-1 {
+			break
+		}
+		if werr := pause(ctx, attempt); werr != nil {
+			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
+		}
+	}
+	return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, maxAttempts, err)
+}
+
+// pause waits a random time below retryBackoff·2^attempt (capped), or
+// until ctx ends.
+func pause(ctx context.Context, attempt int) error {
+	limit := retryBackoff << min(attempt, 16)
+	if limit > retryCap {
+		limit = retryCap
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,81 @@
+package sluicesql
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// scanRecords reads every remaining row into a record keyed by column
+// name, each value as the driver produced it (core.DB converts them).
+// Scanning into *any copies driver-owned []byte, so records stay valid
+// after the rows move on.
+func scanRecords(rows Rows) ([]core.Record, error) {
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var out []core.Record
+	vals := make([]any, len(cols))
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	for rows.Next() {
+		if err := rows.Scan(ptrs...); err != nil {
+			return nil, err
+		}
+		rec := make(core.Record, len(cols))
+		for i, c := range cols {
+			rec[c] = vals[i]
+			vals[i] = nil // a NULL in the next row must not inherit this value
+		}
+		out = append(out, rec)
+	}
+	return out, rows.Err()
+}
+
+// query runs a statement that returns rows and reads them all. It does not
+// retry: callers decide that with retry.
+func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Record, error) {
+	rows, err := a.x.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := scanRecords(rows)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return recs, err
+}
+
+// queryOne returns a statement's first row, or nil.
+func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Record, error) {
+	recs, err := a.query(ctx, q, args)
+	if err != nil || len(recs) == 0 {
+		return nil, err
+	}
+	return recs[0], nil
+}
+
+// scalar runs a statement that returns one integer, such as COUNT(*).
+func (a *Adapter) scalar(ctx context.Context, q string, args []any) (int64, error) {
+	rec, err := a.queryOne(ctx, q, args)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range rec {
+		return core.ParseInt(v)
+	}
+	return 0, fmt.Errorf("%s: %q returned no row", a.e.name(), q)
+}
+
+// exec runs a statement that returns no rows and reports the rows it affected.
+func (a *Adapter) exec(ctx context.Context, q string, args []any) (int64, error) {
+	res, err := a.x.Exec(ctx, q, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}

@@ -1,0 +1,172 @@
+package sluicesql
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// CheckSchema reports, with core.ErrSchema, a table that lacks what exact
+// decisions depend on: the table itself, a unique index on each field the
+// schema marks Unique (on that column alone, without a predicate), and, on
+// MySQL, a collation that tells keys apart when they differ only by
+// trailing spaces (PAD SPACE collations such as utf8mb4_bin do not).
+func (a *Adapter) CheckSchema(ctx context.Context, t *core.Table) error {
+	var need []string
+	for _, c := range t.Columns {
+		if c.Field.Unique {
+			need = append(need, c.Name)
+		}
+	}
+	uniq, err := a.uniqueColumns(ctx, t)
+	if err != nil {
+		return err
+	}
+	if uniq == nil {
+		return fmt.Errorf("%w: table %q (model %s) does not exist: create it (sluicegen writes its DDL)", core.ErrSchema, t.Name, t.Model)
+	}
+	for _, col := range need {
+		if !uniq[col] {
+			return fmt.Errorf("%w: table %q has no unique index on column %q alone: without it two concurrent "+
+				"first requests can each insert a row for the same key; create it (sluicegen writes it)", core.ErrSchema, t.Name, col)
+		}
+	}
+	if a.e.features.Dialect == MySQL {
+		for _, col := range need {
+			if err := a.checkNoPad(ctx, t, col); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// uniqueColumns returns the columns of t that have a unique index of their
+// own, or nil when the table does not exist.
+func (a *Adapter) uniqueColumns(ctx context.Context, t *core.Table) (map[string]bool, error) {
+	b := a.newBuilder()
+	switch a.e.features.Dialect {
+	case Postgres:
+		b.write(`SELECT to_regclass(`)
+		b.arg(b.d.quote(t.Name))
+		b.write(`) IS NOT NULL AS present, COALESCE((SELECT string_agg(a.attname, ',') FROM pg_index i ` +
+			`JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ` +
+			`WHERE i.indrelid = to_regclass(`)
+		b.arg(b.d.quote(t.Name))
+		b.write(`) AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL), '') AS cols`)
+		rec, err := a.queryOne(ctx, b.sb.String(), b.args)
+		if err != nil {
+			return nil, a.e.mapErr(err)
+		}
+		present, _ := rec["present"].(bool)
+		if !present {
+			return nil, nil
+		}
+		return splitNames(rec["cols"]), nil
+	case MySQL:
+		b.write(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
+		b.arg(t.Name)
+		n, err := a.scalar(ctx, b.sb.String(), b.args)
+		if err != nil || n == 0 {
+			return nil, a.e.mapErr(err)
+		}
+		c := a.newBuilder()
+		c.write(`SELECT MIN(COLUMN_NAME) AS col FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
+		c.arg(t.Name)
+		c.write(` AND NON_UNIQUE = 0 AND SUB_PART IS NULL GROUP BY INDEX_NAME HAVING COUNT(*) = 1`)
+		return a.nameSet(ctx, c, "col")
+	default: // SQLite
+		b.write(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = `)
+		b.arg(t.Name)
+		n, err := a.scalar(ctx, b.sb.String(), b.args)
+		if err != nil || n == 0 {
+			return nil, a.e.mapErr(err)
+		}
+		c := a.newBuilder()
+		c.write(`SELECT MIN(ii.name) AS col FROM pragma_index_list(`)
+		c.arg(t.Name)
+		c.write(`) il, pragma_index_info(il.name) ii WHERE il."unique" = 1 AND il.partial = 0 GROUP BY il.name HAVING COUNT(*) = 1`)
+		return a.nameSet(ctx, c, "col")
+	}
+}
+
+func (a *Adapter) nameSet(ctx context.Context, b *builder, col string) (map[string]bool, error) {
+	recs, err := a.query(ctx, b.sb.String(), b.args)
+	if err != nil {
+		return nil, a.e.mapErr(err)
+	}
+	out := map[string]bool{}
+	for _, r := range recs {
+		for name := range splitNames(r[col]) {
+			out[name] = true
+		}
+	}
+	return out, nil
+}
+
+// splitNames reads a comma-separated list of names from text or bytes.
+func splitNames(v any) map[string]bool {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	case []byte:
+		s = string(x)
+	}
+	out := map[string]bool{}
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			if i > start {
+				out[s[start:i]] = true
+			}
+			start = i + 1
+		}
+	}
+	return out
+}
+
+var collationName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// checkNoPad refuses a key column whose collation ignores trailing spaces:
+// under it "k" and "k " are one key, and share one counter.
+func (a *Adapter) checkNoPad(ctx context.Context, t *core.Table, col string) error {
+	b := a.newBuilder()
+	b.write(`SELECT CHARACTER_SET_NAME AS cs, COLLATION_NAME AS co FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
+	b.arg(t.Name)
+	b.write(` AND COLUMN_NAME = `)
+	b.arg(col)
+	rec, err := a.queryOne(ctx, b.sb.String(), b.args)
+	if err != nil || rec == nil {
+		return a.e.mapErr(err)
+	}
+	cs, co := text(rec["cs"]), text(rec["co"])
+	if cs == "" || co == "" { // a binary column compares bytes, without padding
+		return nil
+	}
+	if !collationName.MatchString(cs) || !collationName.MatchString(co) {
+		return fmt.Errorf("%w: column %q of %q has an unexpected collation %q", core.ErrSchema, col, t.Name, co)
+	}
+	pads, err := a.scalar(ctx, "SELECT CONVERT('k' USING "+cs+") COLLATE "+co+" = CONVERT('k ' USING "+cs+") COLLATE "+co, nil)
+	if err != nil {
+		return a.e.mapErr(err)
+	}
+	if pads != 0 {
+		return fmt.Errorf("%w: column %q of %q uses collation %s, which ignores trailing spaces, so keys "+
+			"\"k\" and \"k \" would share one row; use a NO PAD collation (utf8mb4_nopad_bin on MariaDB, "+
+			"utf8mb4_0900_bin on MySQL 8; sluicegen writes it)", core.ErrSchema, col, t.Name, co)
+	}
+	return nil
+}
+
+func text(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	}
+	return ""
+}

@@ -1,0 +1,110 @@
+package sluicesql
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// openTimeout bounds the server probe of Open, which takes no context.
+const openTimeout = 30 * time.Second
+
+// Open wraps a database/sql pool, opened with any driver, in a [core.DB]:
+// it is [NewDB] followed by core.New with opts (naming, schema). The
+// server is probed as [New] describes, within 30 seconds.
+func Open(db *sql.DB, d Dialect, opts ...core.Option) (*core.DB, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	a, err := NewDB(ctx, db, d)
+	if err != nil {
+		return nil, err
+	}
+	return core.New(a, opts...)
+}
+
+// NewDB returns the adapter on a database/sql pool.
+func NewDB(ctx context.Context, db *sql.DB, d Dialect) (*Adapter, error) {
+	if db == nil {
+		return nil, fmt.Errorf("%w: sluicesql: nil *sql.DB", core.ErrInvalid)
+	}
+	return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+}
+
+// WithTx returns an adapter of the same engine on a transaction the caller
+// began on the same database; the caller commits or rolls it back.
+func (a *Adapter) WithTx(tx *sql.Tx) *Adapter { return a.WithExecutor(FromTx(tx)) }
+
+// FromDB is the [Beginner] of a database/sql pool.
+func FromDB(db *sql.DB) Beginner { return sqlDB{db} }
+
+// FromConn is the [Beginner] of one database/sql connection.
+func FromConn(c *sql.Conn) Beginner { return sqlConn{c} }
+
+// FromTx is the [Executor] of a database/sql transaction the caller owns.
+func FromTx(tx *sql.Tx) Executor { return sqlTx{tx} }
+
+func unwrapSQL(x Executor) any {
+	switch v := x.(type) {
+	case sqlDB:
+		return v.db
+	case sqlConn:
+		return v.c
+	case sqlTx:
+		return v.tx
+	}
+	return x
+}
+
+// rowsOrNil keeps a nil *sql.Rows from becoming a non-nil Rows interface.
+func rowsOrNil(r *sql.Rows, err error) (Rows, error) {
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+type sqlDB struct{ db *sql.DB }
+
+func (d sqlDB) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return d.db.ExecContext(ctx, q, args...)
+}
+func (d sqlDB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	return rowsOrNil(d.db.QueryContext(ctx, q, args...))
+}
+func (d sqlDB) Begin(ctx context.Context) (Tx, error) {
+	tx, err := d.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sqlTx{tx}, nil
+}
+
+type sqlConn struct{ c *sql.Conn }
+
+func (c sqlConn) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return c.c.ExecContext(ctx, q, args...)
+}
+func (c sqlConn) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	return rowsOrNil(c.c.QueryContext(ctx, q, args...))
+}
+func (c sqlConn) Begin(ctx context.Context) (Tx, error) {
+	tx, err := c.c.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sqlTx{tx}, nil
+}
+
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return t.tx.ExecContext(ctx, q, args...)
+}
+func (t sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	return rowsOrNil(t.tx.QueryContext(ctx, q, args...))
+}
+func (t sqlTx) Commit(context.Context) error   { return t.tx.Commit() }
+func (t sqlTx) Rollback(context.Context) error { return t.tx.Rollback() }
