@@ -46,13 +46,13 @@ type codeClasses struct {
 
 var classes = [...]codeClasses{
 	Postgres: {
-		conflict:  []string{"23505"},                                        // unique_violation
-		retryable: []string{"40001", "40P01", "55P03"},                      // serialization_failure, deadlock_detected, lock_not_available
+		conflict:  []string{"23505"},                                              // unique_violation
+		retryable: []string{"40001", "40P01", "55P03"},                            // serialization_failure, deadlock_detected, lock_not_available
 		invalid:   []string{"22021", "22P05", "22003", "22001", "22008", "22007"}, // bad byte sequence, untranslatable, out of range, too long, datetime overflow/format
 	},
 	MySQL: {
-		conflict:  []string{"1062", "1586", "1022"},                 // ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME, ER_DUP_KEY
-		retryable: []string{"1213", "1205"},                         // deadlock victim, lock wait timeout
+		conflict:  []string{"1062", "1586", "1022"},                         // ER_DUP_ENTRY, ER_DUP_ENTRY_WITH_KEY_NAME, ER_DUP_KEY
+		retryable: []string{"1213", "1205"},                                 // deadlock victim, lock wait timeout
 		invalid:   []string{"1366", "1406", "1264", "1690", "1292", "1300"}, // bad string, too long, out of range, BIGINT overflow, bad datetime, invalid character string
 	},
 	SQLite: {

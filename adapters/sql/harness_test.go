@@ -173,7 +173,7 @@ func uniqueNaming() core.Naming {
 	return naming
 }
 
-func newEnv(t *testing.T, b backend) *env {
+func newEnv(t testing.TB, b backend) *env {
 	t.Helper()
 	ctx := t.Context()
 	dsn := b.dsn(t)

@@ -49,7 +49,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 		f.UpdateReturning, f.InsertReturning = true, true
 	case MySQL:
 		if strings.Contains(version, "PostgreSQL") {
-			return fmt.Errorf("%w: %s: the database is PostgreSQL (%s), not MySQL", core.ErrUnsupported, a.e.name(), version)
+			return fmt.Errorf("%w: %s: the database is PostgreSQL (%s), not mysql (MySQL or MariaDB)", core.ErrUnsupported, a.e.name(), version)
 		}
 		f.MariaDB = strings.Contains(strings.ToLower(version), "mariadb")
 		f.InsertReturning = f.MariaDB && atLeast(version, 10, 5)
