@@ -49,8 +49,14 @@ func New(a Adapter, opts ...Option) (*DB, error) {
 	if a == nil {
 		return nil, invalid("New", "", "nil adapter")
 	}
+	if rv := reflect.ValueOf(a); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil, invalid("New", "", "nil adapter (a typed nil %T)", a)
+	}
 	var o options
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, invalid("New", "", "option %d is nil", i)
+		}
 		opt(&o)
 	}
 	s := o.schema
@@ -72,15 +78,36 @@ func New(a Adapter, opts ...Option) (*DB, error) {
 	return db, nil
 }
 
-// Schema returns the resolved schema.
-func (db *DB) Schema() *Schema { return db.schema }
+// Schema returns the resolved schema; nil for a DB not made by [New].
+func (db *DB) Schema() *Schema {
+	if db == nil {
+		return nil
+	}
+	return db.schema
+}
 
-// Adapter returns the wrapped adapter; use [Unwrapper] on it to reach the ORM.
-func (db *DB) Adapter() Adapter { return db.adapter }
+// Adapter returns the wrapped adapter; use [Unwrapper] on it to reach the
+// ORM. It is nil for a DB not made by [New].
+func (db *DB) Adapter() Adapter {
+	if db == nil {
+		return nil
+	}
+	return db.adapter
+}
 
 // NativeIncrement reports whether IncrementOne runs natively rather than
 // through the transaction fallback.
-func (db *DB) NativeIncrement() bool { return db.native != nil }
+func (db *DB) NativeIncrement() bool { return db != nil && db.native != nil }
+
+// initialised refuses a nil or zero DB (one not made by [New]), which has
+// neither an adapter nor a schema to work with, with an error instead of
+// a nil-pointer panic.
+func (db *DB) initialised(op, model string) error {
+	if db == nil || db.adapter == nil || db.schema == nil {
+		return invalid(op, model, "the DB is not initialised: make it with core.New or an adapter's Open")
+	}
+	return nil
+}
 
 // IncrementRequest is the input of [DB.IncrementOne].
 type IncrementRequest struct {
@@ -274,25 +301,41 @@ func (db *DB) Count(ctx context.Context, model string, where ...Where) (int64, e
 
 // InTx runs fn in a transaction: fn's tx is a DB bound to it, and an error
 // from fn rolls back. Without a [Transactor] it fails with [ErrUnsupported].
+// On a tx DB it opens a nested transaction (a savepoint) through the
+// transaction adapter's own Transactor, so an error from the inner fn rolls
+// back the inner writes only; a transaction adapter without one fails with
+// [ErrUnsupported] rather than run fn without a way to undo it.
 func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) error) error {
+	if err := db.initialised("InTx", ""); err != nil {
+		return err
+	}
 	if db.txr == nil {
 		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("adapter %T has no transactions", db.adapter)}
+	}
+	if _, flat := db.txr.(sameTx); flat {
+		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("transaction adapter %T has no nested transactions (core.Transactor), so an error from fn could not roll back fn's writes alone", db.adapter)}
 	}
 	return wrap("InTx", "", db.txr.Transaction(ctx, func(ctx context.Context, tx Adapter) error {
 		return fn(ctx, db.bind(tx))
 	}))
 }
 
-// bind returns a DB on a transaction adapter. Inside the transaction the
-// fallback runs directly on it rather than opening a nested transaction.
+// bind returns a DB on a transaction adapter. Its transactions nest through
+// the transaction adapter's own Transactor (savepoints) when it has one;
+// otherwise the fallback runs directly in the transaction, whose guarded
+// write never needs undoing, and InTx refuses to nest.
 func (db *DB) bind(tx Adapter) *DB {
 	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}}
+	if nested, ok := tx.(Transactor); ok {
+		inner.txr = nested
+	}
 	if db.native != nil {
 		inner.native, _ = tx.(Incrementer)
 	}
 	return inner
 }
 
+// sameTx runs the fallback's attempts in the transaction already open.
 type sameTx struct{ tx Adapter }
 
 func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, Adapter) error) error {
@@ -301,6 +344,9 @@ func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, Adapte
 
 // prepare resolves the model and validates and maps the where clauses.
 func (db *DB) prepare(op, model string, where []Where) (*Table, []Where, error) {
+	if err := db.initialised(op, model); err != nil {
+		return nil, nil, err
+	}
 	t, ok := db.schema.Table(model)
 	if !ok {
 		return nil, nil, invalid(op, model, "unknown model %q", model)
@@ -429,10 +475,11 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// addChecked adds a delta to a value read for the fallback, refusing overflow.
+// addChecked adds a delta to a value read for the fallback, refusing
+// overflow as an invalid request, as a native IncrementOne must.
 func addChecked(cur, by int64) (int64, error) {
 	if (by > 0 && cur > math.MaxInt64-by) || (by < 0 && cur < math.MinInt64-by) {
-		return 0, fmt.Errorf("%d + %d overflows int64", cur, by)
+		return 0, fmt.Errorf("%w: %d + %d overflows int64", ErrInvalid, cur, by)
 	}
 	return cur + by, nil
 }

@@ -273,3 +273,15 @@ func TestValidRequestsReachTheAdapter(t *testing.T) {
 		})
 	}
 }
+
+// New refuses a typed-nil adapter and a nil option with ErrInvalid instead
+// of panicking later.
+func TestNewRefusesNils(t *testing.T) {
+	var nilAdapter *memory.Memory
+	if _, err := core.New(nilAdapter); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("typed-nil adapter: %v", err)
+	}
+	if _, err := core.New(memory.New(), nil); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("nil option: %v", err)
+	}
+}

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"fmt"
 	"net/http"
 	"net/netip"
 	"strings"
@@ -20,7 +21,9 @@ const UnknownClient = "unknown"
 // the right, skipping addresses in trusted, and the first other address is
 // the client (addresses to its left were written by the client and prove
 // nothing). When every address is trusted, the leftmost one is used. An
-// unparsable address where the client should be gives [UnknownClient].
+// unparsable address where the client should be gives [UnknownClient]. A
+// trusted prefix written as IPv4-mapped IPv6 (::ffff:10.0.0.0/104) is
+// compared as its IPv4 prefix (10.0.0.0/8).
 func ClientKey(r *http.Request, trusted []netip.Prefix) string {
 	peer, ok := parseHost(r.RemoteAddr)
 	if !ok {
@@ -75,13 +78,37 @@ func normal(a netip.Addr) (netip.Addr, bool) {
 	return a, a.IsValid() && !a.IsUnspecified()
 }
 
+// isTrusted compares a (IPv4-mapped addresses already unmapped) with each
+// prefix. A prefix written as IPv4-mapped IPv6 would never contain an
+// unmapped address, so it is compared as its IPv4 prefix.
 func isTrusted(a netip.Addr, trusted []netip.Prefix) bool {
 	for _, p := range trusted {
+		if p.Addr().Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96)
+		}
 		if p.Contains(a) {
 			return true
 		}
 	}
 	return false
+}
+
+// normalPrefix returns a trusted-proxy prefix as client addresses are
+// compared with it: an IPv4-mapped IPv6 prefix (::ffff:10.0.0.0/104)
+// becomes its IPv4 prefix (10.0.0.0/8). It refuses what could never match
+// as written: an invalid prefix, and one that spans IPv4-mapped space and
+// more (shorter than /96), which must be written as separate IPv4 and
+// IPv6 prefixes.
+func normalPrefix(p netip.Prefix) (netip.Prefix, error) {
+	switch {
+	case !p.IsValid():
+		return p, fmt.Errorf("invalid prefix %q", p)
+	case p.Addr().Is4In6() && p.Bits() < 96:
+		return p, fmt.Errorf("prefix %s spans IPv4-mapped addresses and more: write its IPv4 part as an IPv4 prefix and its IPv6 part separately", p)
+	case p.Addr().Is4In6():
+		return netip.PrefixFrom(p.Addr().Unmap(), p.Bits()-96).Masked(), nil
+	}
+	return p.Masked(), nil
 }
 
 func group(a netip.Addr) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
@@ -13,18 +14,32 @@ import (
 // process using the same tables. See the package documentation for the
 // guarded writes.
 // Keys longer than the key column (255 characters by default) are refused.
-func Database(db *core.DB) Storage { return &dbStorage{db: db} }
+//
+// Before its first decision the storage runs db.CheckSchema on the
+// rateLimit model, and refuses to decide (with an error wrapping
+// core.ErrSchema, never admitted under WithFailOpen) on a table without
+// the unique key that keeps it exact; see [Limiter.CheckSchema].
+func Database(db *core.DB) Storage { return &dbStorage{db: db, gate: make(chan struct{}, 1)} }
 
 type dbStorage struct {
 	db      *core.DB
 	keySize int // the key column's length; 0 for unbounded
+
+	// The schema check runs until it first succeeds, one caller at a time:
+	// gate is the lock, taken with the caller's context so that a hung
+	// check holds up nobody past their deadline; checked is the fast path.
+	gate    chan struct{}
+	checked atomic.Bool
 }
 
 const model = core.ModelRateLimit
 
 func (s *dbStorage) check(Mode) error {
-	if s.db == nil {
+	switch {
+	case s.db == nil:
 		return invalidf("Database: nil core.DB")
+	case isNil(s.db.Adapter()) || s.db.Schema() == nil:
+		return invalidf("Database: the core.DB is not initialised: make it with core.New or an adapter's Open")
 	}
 	t, ok := s.db.Schema().Table(model)
 	if !ok {
@@ -33,6 +48,28 @@ func (s *dbStorage) check(Mode) error {
 	if c, ok := t.Column("key"); ok {
 		s.keySize = c.Field.Size
 	}
+	return nil
+}
+
+// ready runs the schema check until it succeeds once. Concurrent first
+// callers wait for one check rather than each run their own.
+func (s *dbStorage) ready(ctx context.Context) error {
+	if s.checked.Load() {
+		return nil
+	}
+	select {
+	case s.gate <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.gate }()
+	if s.checked.Load() {
+		return nil
+	}
+	if err := s.db.CheckSchema(ctx, model); err != nil {
+		return err
+	}
+	s.checked.Store(true)
 	return nil
 }
 
@@ -47,6 +84,9 @@ func (s *dbStorage) fits(key string) error {
 
 func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
 	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	if err := s.ready(ctx); err != nil {
 		return state{}, err
 	}
 	w := rule.Window.Milliseconds()
@@ -118,6 +158,9 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 
 func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
 	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	if err := s.ready(ctx); err != nil {
 		return state{}, err
 	}
 	row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))

@@ -10,7 +10,18 @@
 // a normal outcome: Allowed is false and the error is nil. Errors are for
 // bad input (wrapping core.ErrInvalid, always denied) and for storage
 // failures, where the decision's Allowed is the limiter's failure policy:
-// closed (denied) by default, open with [WithFailOpen].
+// closed (denied) by default, open with [WithFailOpen]. Fail-open admits
+// only a failure of the storage, never one the request causes: bad input,
+// a table unfit for exact decisions (core.ErrSchema) and the request's own
+// context ending are denied whatever the policy.
+//
+// A key must be valid UTF-8 without NUL bytes, which every storage can
+// hold; anything else is bad input, refused before any I/O. [SafeKey]
+// makes any string, such as one built from a request, into a storable key
+// of bounded length without letting two strings share a key.
+//
+// Every storage reports the same Reset and RetryAfter for the same state,
+// checks (cost 0) included: the end of the current window.
 //
 // # Windows
 //
@@ -36,6 +47,11 @@
 // window is denied. Lost races retry, at most [DefaultMaxAttempts] times by
 // default and never past the context's end; then the result is an error
 // wrapping core.ErrContention.
+//
+// Before its first decision the storage checks that the table has what
+// exactness depends on, such as the unique index on the key (see
+// core.DB.CheckSchema), until the check succeeds once; a table that fails
+// it gets no decision. Call [Limiter.CheckSchema] at start-up to fail early.
 //
 // # Denial cache
 //
@@ -65,5 +81,6 @@
 // [Middleware] limits each client IP (see [ClientKey]: trusted proxies,
 // IPv6 /64 groups, a shared bucket for requests with no usable address) per
 // path, with rules by exact path, '*' pattern or function, and answers
-// denials with 429, a JSON body, Retry-After and RateLimit-* headers.
+// denials with 429, a JSON body, Retry-After and RateLimit-* headers. Its
+// keys go through [SafeKey], so no path can make a key the database refuses.
 package ratelimit

@@ -15,6 +15,3 @@ func MemoryLen(s Storage) int { return s.(*memStorage).len() }
 
 // GlobMatch exposes the path pattern matcher.
 var GlobMatch = globMatch
-
-// FitKey exposes the middleware's key shortening.
-var FitKey = fitKey

@@ -1,9 +1,9 @@
 package ratelimit
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 )
 
 // HTTPConfig configures [Middleware].
@@ -39,10 +38,16 @@ type HTTPConfig struct {
 	// Paths and Default.
 	RuleFor func(r *http.Request) (Rule, bool)
 	// TrustedProxies are the proxies whose X-Forwarded-For is believed.
-	// See [ClientKey].
+	// See [ClientKey]. A prefix written as IPv4-mapped IPv6
+	// (::ffff:10.0.0.0/104) is taken as its IPv4 prefix (10.0.0.0/8), since
+	// client addresses are compared as IPv4.
 	TrustedProxies []netip.Prefix
-	// OnError, when set, receives the limiter's errors (the response is 503
-	// when the limiter fails closed, the request goes through when it fails open).
+	// OnError, when set, receives the limiter's errors. The response is 503
+	// when the limiter fails closed, and the request goes through when it
+	// fails open; but when the request's own context is done (the client
+	// hung up, or its deadline passed) the handler never runs: the response
+	// is 499 (client closed request) after a cancellation, and 503 after a
+	// deadline.
 	OnError func(r *http.Request, err error)
 }
 
@@ -58,8 +63,15 @@ type middleware struct {
 	patterns []pattern
 }
 
+// statusClientClosedRequest is the status the middleware records when the
+// client hung up before the limiter decided (nginx's 499): nobody reads it,
+// but logs and metrics then tell a departed client from an outage (503).
+const statusClientClosedRequest = 499
+
 // Middleware returns net/http middleware that limits each client (see
-// [ClientKey]) per path. The key is the client, "|", and the cleaned path.
+// [ClientKey]) per path. The key is [SafeKey] of the client, "|", and the
+// cleaned, decoded path: every key is storable, and a path keeps one key
+// however the client percent-encodes it ("/l%6Fgin" is "/login").
 //
 // Every limited response carries RateLimit-Limit, RateLimit-Remaining and
 // RateLimit-Reset (seconds until the window ends, rounded up). A denied
@@ -69,6 +81,18 @@ func Middleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Limiter == nil {
 		return nil, invalidf("Middleware: nil Limiter")
 	}
+	if err := cfg.Limiter.usable(); err != nil {
+		return nil, fmt.Errorf("%w (Middleware: Limiter)", err)
+	}
+	trusted := make([]netip.Prefix, len(cfg.TrustedProxies))
+	for i, p := range cfg.TrustedProxies {
+		np, err := normalPrefix(p)
+		if err != nil {
+			return nil, invalidf("Middleware: TrustedProxies[%d]: %v", i, err)
+		}
+		trusted[i] = np
+	}
+	cfg.TrustedProxies = trusted
 	m := &middleware{cfg: cfg, exact: map[string]Rule{}}
 	if err := m.checkRule("Default", cfg.Default); err != nil {
 		return nil, err
@@ -136,12 +160,20 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 			return
 		}
 		l := m.cfg.Limiter
-		d, err := l.Consume(r.Context(), fitKey(ClientKey(r, m.cfg.TrustedProxies)+"|"+p), rule)
+		ctx := r.Context()
+		d, err := l.Consume(ctx, SafeKey(ClientKey(r, m.cfg.TrustedProxies)+"|"+p), rule)
 		if err != nil {
 			if m.cfg.OnError != nil {
 				m.cfg.OnError(r, err)
 			}
-			if d.Allowed {
+			if ctx.Err() != nil {
+				// The request's own end, not an outage: the limiter denied it
+				// whatever its policy, and nobody waits for the handler.
+				if errors.Is(ctx.Err(), context.Canceled) {
+					w.WriteHeader(statusClientClosedRequest)
+					return
+				}
+			} else if d.Allowed {
 				next.ServeHTTP(w, r)
 				return
 			}
@@ -164,24 +196,6 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 		writeJSON(w, http.StatusTooManyRequests, map[string]any{
 			"code": "RATE_LIMITED", "message": "Too many requests. Please try again later.", "retryAfter": secs})
 	})
-}
-
-// MaxKeyLength is the longest key the middleware passes to the limiter, in
-// bytes: the default key column holds 255 characters. A longer key (a long
-// path) keeps its first bytes and ends with a hash of the whole key.
-const MaxKeyLength = 255
-
-func fitKey(key string) string {
-	if len(key) <= MaxKeyLength {
-		return key
-	}
-	sum := sha256.Sum256([]byte(key))
-	tail := "#" + base64.RawURLEncoding.EncodeToString(sum[:])
-	head := key[:MaxKeyLength-len(tail)]
-	for !utf8.ValidString(head) { // do not cut a character in two
-		head = head[:len(head)-1]
-	}
-	return head + tail
 }
 
 // ceilSeconds rounds up, so that a client waiting that long is admitted.

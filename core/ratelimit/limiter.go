@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
@@ -70,6 +71,13 @@ func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
 
 // WithFailOpen admits requests when the storage fails. The default is to
 // deny them (fail closed). The error is returned either way.
+//
+// Only a failure of the storage is admitted, never one the caller causes:
+// bad input (an error wrapping core.ErrInvalid, such as a key no storage
+// can hold), a table unfit for exact decisions (core.ErrSchema), and any
+// error once the request's own context is done (a client that hung up or
+// ran out of time, not an outage: admitting it would run a handler nobody
+// waits for, and let a client bypass the limit by hanging up) are denied.
 func WithFailOpen() Option { return func(o *options) { o.failOpen = true } }
 
 // WithMaxAttempts bounds how many races one request may lose before it
@@ -89,12 +97,15 @@ func WithLongestWindow(d time.Duration) Option { return func(o *options) { o.lon
 // New returns a limiter on s.
 func New(s Storage, opts ...Option) (*Limiter, error) {
 	o := options{clock: time.Now, attempts: DefaultMaxAttempts, cache: DefaultDenialCacheSize}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, invalidf("New: option %d is nil", i)
+		}
 		opt(&o)
 	}
 	switch {
-	case s == nil:
-		return nil, invalidf("New: nil storage")
+	case isNil(s):
+		return nil, invalidf("New: nil storage (%T)", s)
 	case o.clock == nil:
 		return nil, invalidf("New: nil clock")
 	case o.mode != FixedWindow && o.mode != BetterAuthWindow:
@@ -134,7 +145,15 @@ func (l *Limiter) Check(ctx context.Context, key string, rule Rule) (Decision, e
 // a request of cost 1 would be admitted. A cost above rule.Max is never
 // admitted; its RetryAfter only says when the window resets. Max 0 denies
 // every request without asking the storage, with RetryAfter one window.
+//
+// A key must be valid UTF-8 without NUL bytes, what every storage can hold;
+// build keys from untrusted input with [SafeKey]. A key the storage cannot
+// hold is an error wrapping core.ErrInvalid, denied whatever the failure
+// policy.
 func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
+	if err := l.usable(); err != nil {
+		return Decision{Limit: rule.Max}, err
+	}
 	now := l.now()
 	if err := l.validate(key, rule, cost); err != nil {
 		return Decision{Limit: rule.Max}, err
@@ -159,19 +178,37 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 		st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 	}
 	if err != nil {
-		// A request the storage refused as invalid is denied whatever the policy.
-		open := l.failOpen && !errors.Is(err, core.ErrInvalid)
+		open := l.failOpen && outage(ctx, err)
 		return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
 	}
-	if !st.allowed && st.count >= rule.Max && st.reset > now && !st.inexact && l.denials != nil {
+	if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
 		l.denials.put(key, denial{until: st.reset, rule: rule}, now)
 	}
 	return decide(rule, now, st), nil
 }
 
+// outage reports whether err is a failure of the storage, which the
+// fail-open policy may admit, rather than one the request causes: bad
+// input, a table unfit for exact decisions, or the request's own context
+// ending. The context is asked itself rather than the error matched, since
+// drivers report a cancelled query in their own words (a closed
+// connection, say).
+func outage(ctx context.Context, err error) bool {
+	return ctx.Err() == nil && !errors.Is(err, core.ErrInvalid) && !errors.Is(err, core.ErrSchema)
+}
+
+// usable refuses a nil or zero Limiter (one not made by New) with an error
+// instead of a nil-pointer panic.
+func (l *Limiter) usable() error {
+	if l == nil || l.store == nil || l.clock == nil {
+		return invalidf("the Limiter is not initialised: make it with ratelimit.New")
+	}
+	return nil
+}
+
 func (l *Limiter) validate(key string, rule Rule, cost int64) error {
-	if key == "" {
-		return invalidf("empty key")
+	if err := checkKey(key); err != nil {
+		return err
 	}
 	if cost < 0 {
 		return invalidf("key %q: cost %d must not be negative", key, cost)
@@ -181,6 +218,26 @@ func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 	}
 	if l.longest > 0 && rule.Window > l.longest {
 		return invalidf("key %q: rule window %v is longer than the declared longest window %v", key, rule.Window, l.longest)
+	}
+	return nil
+}
+
+// CheckSchema reports, before any decision needs it, whether the storage's
+// table has what exact decisions depend on (see core.DB.CheckSchema): with
+// database storage, the unique index on the rate-limit key and a
+// comparison that does not ignore trailing spaces. Other storages have no
+// table and always pass. The limiter runs it itself before its first
+// decision; call it at start-up to fail early. A success is remembered; a
+// failure (wrapping core.ErrSchema, or the error that stopped the check)
+// is asked again next time.
+func (l *Limiter) CheckSchema(ctx context.Context) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if s, ok := l.store.(*dbStorage); ok {
+		if err := s.ready(ctx); err != nil {
+			return fmt.Errorf("ratelimit: %w", err)
+		}
 	}
 	return nil
 }
@@ -217,3 +274,17 @@ func (l *Limiter) cached(key string, rule Rule, now int64) (Decision, bool) {
 // lostRace reports a guarded write that lost to a concurrent one inside
 // core's transaction fallback: worth another attempt, not a failure.
 func lostRace(err error) bool { return errors.Is(err, core.ErrContention) }
+
+// isNil reports whether v is nil or holds a nil pointer, map, slice,
+// function or channel: a typed nil passes a plain v == nil test and then
+// panics on its first call.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}

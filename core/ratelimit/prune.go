@@ -13,6 +13,9 @@ import (
 // longer window is refused. The secondary storage expires counters itself,
 // so Prune does nothing there.
 func (l *Limiter) Prune(ctx context.Context) (int64, error) {
+	if err := l.usable(); err != nil {
+		return 0, err
+	}
 	n, err := l.store.prune(ctx, l.now(), l.longest.Milliseconds())
 	if err != nil {
 		return n, fmt.Errorf("ratelimit: Prune: %w", err)
@@ -27,6 +30,9 @@ func (l *Limiter) Prune(ctx context.Context) (int64, error) {
 // [Limiter.Close] is called. onError, which may be nil, receives Prune's
 // errors; pruning goes on after one.
 func (l *Limiter) StartPruning(ctx context.Context, every time.Duration, onError func(error)) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
 	if every <= 0 {
 		return invalidf("StartPruning: interval %v must be positive", every)
 	}
@@ -64,6 +70,9 @@ func (l *Limiter) StartPruning(ctx context.Context, every time.Duration, onError
 // Close stops every pruning goroutine and waits for them to end. The limiter
 // still decides requests afterwards.
 func (l *Limiter) Close() error {
+	if l == nil {
+		return nil
+	}
 	l.mu.Lock()
 	if !l.closed {
 		l.closed = true

@@ -58,5 +58,4 @@ type state struct {
 	allowed bool
 	count   int64 // units counted in the window after the request
 	reset   int64 // when the window ends
-	inexact bool  // reset is only an upper bound: never cache the denial
 }

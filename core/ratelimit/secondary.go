@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -23,8 +24,8 @@ func Secondary(s core.SecondaryStorage) Storage { return &secondaryStorage{s: s}
 type secondaryStorage struct{ s core.SecondaryStorage }
 
 func (s *secondaryStorage) check(m Mode) error {
-	if s.s == nil {
-		return invalidf("Secondary: nil storage")
+	if isNil(s.s) {
+		return invalidf("Secondary: nil storage (%T)", s.s)
 	}
 	if m != FixedWindow {
 		return invalidf("Secondary: a TTL counter is a fixed window; BetterAuthWindow needs Database or Memory storage")
@@ -59,18 +60,43 @@ func resetAt(now int64, ttl time.Duration, rule Rule) int64 {
 	return now + ttl.Milliseconds()
 }
 
-// peek reads the counter. Get gives no TTL, so the reset it reports is only
-// an upper bound, and such a denial is not cached.
+// peek reads the counter and its TTL without changing either, so that a
+// check reports the end of the current window, as the other storages do.
+//
+// Get gives no TTL. A bounded increment of 0 with max -1 never fits, so by
+// core.BoundedIncrementer's contract it changes nothing and returns the
+// counter as it is, TTL included (Value 0 when absent): a read with the
+// TTL in one round trip. Without it, Get tells whether a counter exists
+// and an Increment of 0, which adds nothing and never extends an expiry,
+// then returns its TTL. Only a counter that expires between the two is
+// created afresh, holding 0: it counts nothing, and its window starts at
+// most a round trip before the next request's would have.
 func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
-	v, ok, err := s.s.Get(ctx, SecondaryPrefix+key)
-	if err != nil || !ok {
-		return state{allowed: rule.Max > 0, reset: now + rule.Window.Milliseconds(), inexact: true}, err
+	k := SecondaryPrefix + key
+	var c core.Counter
+	if b, ok := s.s.(core.BoundedIncrementer); ok {
+		var err error
+		if c, _, err = b.IncrementBounded(ctx, k, 0, -1, rule.Window); err != nil {
+			return state{}, err
+		}
+	} else {
+		v, ok, err := s.s.Get(ctx, k)
+		if err != nil {
+			return state{}, err
+		}
+		if ok {
+			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
+				return state{}, fmt.Errorf("counter %q holds %q, not an integer", k, v)
+			}
+			if c, err = s.s.Increment(ctx, k, 0, rule.Window); err != nil {
+				return state{}, err
+			}
+		}
 	}
-	n, err := strconv.ParseInt(v, 10, 64)
-	if err != nil {
-		return state{}, err
+	if c.Value <= 0 && c.TTL <= 0 {
+		return peekState(false, 0, 0, rule, now), nil
 	}
-	return state{allowed: n < rule.Max, count: n, reset: now + rule.Window.Milliseconds(), inexact: true}, nil
+	return state{allowed: c.Value < rule.Max, count: c.Value, reset: resetAt(now, c.TTL, rule)}, nil
 }
 
 // prune has nothing to do: the storage expires counters itself.
