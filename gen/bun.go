@@ -8,7 +8,7 @@ import (
 )
 
 // bunFiles writes one bun model struct per table.
-func bunFiles(cfg Config, tables []*core.Table) ([]File, error) {
+func bunFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -23,7 +23,7 @@ func bunFiles(cfg Config, tables []*core.Table) ([]File, error) {
 		fmt.Fprintf(&b, "\tbun.BaseModel `bun:%s`\n\n", goQuote("table:"+t.Name))
 		for _, c := range t.Columns {
 			b.WriteString(lineComment("\t", fieldComment(c.Field, "bun")))
-			fmt.Fprintf(&b, "\t%s %s `bun:%s`\n", goName(c.Field.Name), goType(c.Field), goQuote(bunTag(cfg.Dialect, c)))
+			fmt.Fprintf(&b, "\t%s %s `bun:%s`\n", goName(c.Field.Name), goType(c.Field), goQuote(bunTag(cfg.Dialect, names, t, c)))
 		}
 		b.WriteString("}\n")
 		f, err := goFile(cfg, goFileName(t), b.String())
@@ -37,8 +37,9 @@ func bunFiles(cfg Config, tables []*core.Table) ([]File, error) {
 
 // bunTag is the bun struct tag of a column. Every column names its type,
 // because bun's own choice for time.Time on MySQL is DATETIME without
-// fractional seconds.
-func bunTag(d Dialect, c core.Column) string {
+// fractional seconds. A unique column names its constraint, which is the
+// DDL's unique index (bun's CREATE TABLE makes no plain indexes).
+func bunTag(d Dialect, names map[indexKey]string, t *core.Table, c core.Column) string {
 	f := c.Field
 	parts := []string{c.Name}
 	if f.Primary {
@@ -49,12 +50,12 @@ func bunTag(d Dialect, c core.Column) string {
 	} else {
 		parts = append(parts, "notnull")
 	}
-	if f.Unique {
-		parts = append(parts, "unique")
+	if idx, unique, ok := indexOf(names, t, c); ok && unique {
+		parts = append(parts, "unique:"+idx)
 	}
 	if def, ok := ormDefault(f); ok {
 		parts = append(parts, "default:"+def)
 	}
-	parts = append(parts, "type:"+d.ColumnType(f))
+	parts = append(parts, "type:"+d.columnDDLType(f))
 	return strings.Join(parts, ",")
 }

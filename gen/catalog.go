@@ -24,6 +24,7 @@ type ExistingColumn struct {
 	Type       string // as the catalog spells it: "bigint", "varchar(255)", "DATETIME"
 	Nullable   bool
 	HasDefault bool
+	Collation  string // MySQL's collation of a string column, such as "utf8mb4_nopad_bin"; "" elsewhere
 }
 
 // ExistingIndex is an index as the database describes it.
@@ -67,9 +68,9 @@ func ReadCatalog(ctx context.Context, db *sql.DB, d Dialect, tables []string) (C
 }
 
 // The catalog queries, one table at a time. Each column query returns
-// name, type, nullable (bool), has-default (bool).
+// name, type, nullable (bool), has-default (bool), collation (or NULL).
 const (
-	pgColumns = `SELECT column_name, data_type, is_nullable = 'YES', column_default IS NOT NULL
+	pgColumns = `SELECT column_name, data_type, is_nullable = 'YES', column_default IS NOT NULL, NULL
 FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = $1 ORDER BY ordinal_position`
 	pgIndexes = `SELECT i.relname, ix.indisunique, a.attname
 FROM pg_catalog.pg_class t
@@ -80,12 +81,12 @@ JOIN LATERAL unnest(ix.indkey::int2[]) WITH ORDINALITY AS k(attnum, ord) ON true
 JOIN pg_catalog.pg_attribute a ON a.attrelid = t.oid AND a.attnum = k.attnum
 WHERE n.nspname = current_schema() AND t.relname = $1
 ORDER BY i.relname, k.ord`
-	mysqlColumns = `SELECT column_name, column_type, is_nullable = 'YES', column_default IS NOT NULL
+	mysqlColumns = `SELECT column_name, column_type, is_nullable = 'YES', column_default IS NOT NULL, collation_name
 FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = ? ORDER BY ordinal_position`
 	mysqlIndexes = `SELECT index_name, non_unique = 0, column_name
 FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = ?
 ORDER BY index_name, seq_in_index`
-	sqliteColumns = `SELECT name, type, "notnull" = 0 AND pk = 0, dflt_value IS NOT NULL FROM pragma_table_info(?) ORDER BY cid`
+	sqliteColumns = `SELECT name, type, "notnull" = 0 AND pk = 0, dflt_value IS NOT NULL, NULL FROM pragma_table_info(?) ORDER BY cid`
 	sqliteIndexes = `SELECT l.name, l."unique", i.name
 FROM pragma_index_list(?) AS l, pragma_index_info(l.name) AS i
 ORDER BY l.name, i.seqno`
@@ -106,10 +107,12 @@ func readTable(ctx context.Context, db *sql.DB, d Dialect, name string) (*Existi
 	}
 	for rows.Next() {
 		var c ExistingColumn
-		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.HasDefault); err != nil {
+		var collation sql.NullString
+		if err := rows.Scan(&c.Name, &c.Type, &c.Nullable, &c.HasDefault, &collation); err != nil {
 			rows.Close()
 			return nil, err
 		}
+		c.Collation = collation.String
 		t.Columns = append(t.Columns, c)
 	}
 	if err := closeRows(rows); err != nil {

@@ -140,3 +140,41 @@ func generateMap(t *testing.T, cfg Config) map[string][]byte {
 	}
 	return m
 }
+
+// TestTrailingSpacesAreDistinctKeys checks on each database that keys
+// differing only by trailing spaces are different rows under the unique
+// indexes: MySQL and MariaDB compare with PAD SPACE under utf8mb4_bin,
+// where "k" and "k " would share one counter.
+func TestTrailingSpacesAreDistinctKeys(t *testing.T) {
+	ctx := context.Background()
+	for _, tdb := range testDBs(t) {
+		t.Run(string(tdb.dialect), func(t *testing.T) {
+			d := tdb.dialect
+			db := tdb.open(t)
+			s, err := core.NewSchema(uniqueNaming(t, core.Naming{}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			dropAfter(t, db, s, d)
+			stmts, err := DDL(s, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			exec(t, db, stmts)
+			for _, tb := range s.Tables() {
+				key, _ := tb.Column("key")
+				insertRow(t, db, d, tb, key.Name, "k", true)
+				insertRow(t, db, d, tb, key.Name, "k ", true)
+				insertRow(t, db, d, tb, key.Name, "k ", false)
+				var n int
+				q := "SELECT COUNT(*) FROM " + d.Quote(tb.Name) + " WHERE " + d.Quote(key.Name) + " = 'k'"
+				if err := db.QueryRowContext(ctx, q).Scan(&n); err != nil {
+					t.Fatal(err)
+				}
+				if n != 1 {
+					t.Errorf("%s: %d rows match key 'k'; want 1 (the row of 'k ' must not)", tb.Name, n)
+				}
+			}
+		})
+	}
+}

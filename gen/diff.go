@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
@@ -22,35 +23,58 @@ type Plan struct {
 // nothing left.
 func (p Plan) Empty() bool { return len(p.Statements) == 0 && len(p.Left) == 0 }
 
-// Diff compares tables with what cat holds and plans the missing tables,
-// columns and indexes. It never drops, renames or retypes: a column of the
-// wrong type, a missing NOT NULL, a non-unique index where a unique one
-// belongs and a column the schema does not know go into Left.
+// Diff compares tables of s (all of them when tables is nil) with what cat
+// holds and plans the missing tables, columns and indexes. It never
+// drops, renames or retypes: a column of the wrong type, a missing NOT
+// NULL, a non-unique index where a unique one belongs, a MySQL key column
+// whose collation pads, and a column the schema does not know go into
+// Left.
 //
 // A missing column that is NOT NULL without a default is added without
 // NOT NULL (existing rows have no value for it; SQLite refuses such a
 // column outright) and noted in Left: fill it, then add the constraint.
-func Diff(tables []*core.Table, d Dialect, cat Catalog) (Plan, error) {
+//
+// Names and types in cat come from the database and may hold anything: in
+// Left, each is written as it is only when it is a plain identifier (or
+// type), and otherwise quoted with Go's escapes, so that no newline or
+// other control character read from a database reaches a script or a
+// terminal.
+func Diff(s *core.Schema, tables []*core.Table, d Dialect, cat Catalog) (Plan, error) {
 	if _, err := ParseDialect(string(d)); err != nil {
 		return Plan{}, err
 	}
+	if s == nil {
+		return Plan{}, fmt.Errorf("gen: a schema is required")
+	}
+	if tables == nil {
+		tables = s.Tables()
+	}
+	for _, t := range tables {
+		if err := ofSchema(s, t); err != nil {
+			return Plan{}, err
+		}
+	}
+	names := indexNames(s)
 	var p Plan
 	for _, t := range tables {
 		have, ok := cat[t.Name]
 		if !ok {
-			p.Statements = append(p.Statements, d.CreateTable(t)...)
+			p.Statements = append(p.Statements, d.createTable(names, t)...)
 			continue
 		}
-		p.diffTable(d, t, have)
+		p.diffTable(d, names, t, have)
 	}
 	return p, nil
 }
 
+// leave notes a difference the plan does not fix. Every value of args
+// that comes from the database must be passed through shownName or
+// shownType.
 func (p *Plan) leave(format string, args ...any) {
 	p.Left = append(p.Left, fmt.Sprintf(format, args...))
 }
 
-func (p *Plan) diffTable(d Dialect, t *core.Table, have *ExistingTable) {
+func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *core.Table, have *ExistingTable) {
 	var indexes []string
 	for _, c := range t.Columns {
 		hc, ok := have.column(d, c.Name)
@@ -68,7 +92,7 @@ func (p *Plan) diffTable(d Dialect, t *core.Table, have *ExistingTable) {
 		} else {
 			p.compareColumn(d, t, c, hc)
 		}
-		if stmt := p.diffIndex(d, t, c, have); stmt != "" {
+		if stmt := p.diffIndex(d, names, t, c, have); stmt != "" {
 			indexes = append(indexes, stmt)
 		}
 	}
@@ -82,10 +106,10 @@ func (p *Plan) diffTable(d Dialect, t *core.Table, have *ExistingTable) {
 			continue
 		}
 		if !hc.Nullable && !hc.HasDefault {
-			p.leave("column %s.%s is not in the schema and is NOT NULL without a default: inserts through sluice will fail until it gets a default or accepts NULL", t.Name, hc.Name)
+			p.leave("column %s.%s is not in the schema and is NOT NULL without a default: inserts through sluice will fail until it gets a default or accepts NULL", t.Name, shownName(hc.Name))
 			continue
 		}
-		p.leave("column %s.%s is not in the schema; left as it is", t.Name, hc.Name)
+		p.leave("column %s.%s is not in the schema; left as it is", t.Name, shownName(hc.Name))
 	}
 }
 
@@ -94,16 +118,25 @@ func (p *Plan) compareColumn(d Dialect, t *core.Table, c core.Column, hc Existin
 	want := d.ColumnType(c.Field)
 	if c.Field.Primary {
 		if typeFamily(d, hc.Type) != core.TypeInt {
-			p.leave("column %s.%s is %s; the primary key should be an auto-incrementing integer", t.Name, c.Name, hc.Type)
+			p.leave("column %s.%s is %s; the primary key should be an auto-incrementing integer", t.Name, c.Name, shownType(hc.Type))
 		}
 		return
 	}
 	got := typeFamily(d, hc.Type)
 	switch {
 	case got != c.Field.Type:
-		p.leave("column %s.%s is %s; the schema wants %s", t.Name, c.Name, hc.Type, want)
+		p.leave("column %s.%s is %s; the schema wants %s", t.Name, c.Name, shownType(hc.Type), want)
 	case d == MySQL && c.Field.Type == core.TypeTime && !strings.EqualFold(hc.Type, want):
-		p.leave("column %s.%s is %s; the schema wants %s (millisecond precision)", t.Name, c.Name, hc.Type, want)
+		p.leave("column %s.%s is %s; the schema wants %s (millisecond precision)", t.Name, c.Name, shownType(hc.Type), want)
+	case d == MySQL && got == core.TypeString && c.Field.Unique && hc.Collation != "" && !slices.Contains(noPadCollations, strings.ToLower(hc.Collation)):
+		// Only the unique keys: exactness depends on them, and changing a
+		// collation rebuilds the table, which is the owner's call. Going
+		// to NO PAD cannot create duplicates: it tells more strings apart.
+		f := c.Field
+		f.Nullable = hc.Nullable
+		p.leave("column %s.%s has collation %s, not a binary NO PAD one: keys differing only by trailing spaces (under a _ci collation, also by case) are one key; "+
+			"the schema wants utf8mb4_nopad_bin (MariaDB 10.2.2+) or utf8mb4_0900_bin (MySQL 8.0.17+): "+
+			"ALTER TABLE %s MODIFY %s", t.Name, c.Name, shownName(hc.Collation), d.Quote(t.Name), d.columnDef(core.Column{Name: c.Name, Field: f}))
 	}
 	switch {
 	case c.Field.Nullable && !hc.Nullable:
@@ -115,8 +148,8 @@ func (p *Plan) compareColumn(d Dialect, t *core.Table, c core.Column, hc Existin
 
 // diffIndex returns the CREATE INDEX statement for a column whose own
 // index is missing, or "" when it exists or cannot be made safely.
-func (p *Plan) diffIndex(d Dialect, t *core.Table, c core.Column, have *ExistingTable) string {
-	name, unique, ok := indexOf(t, c)
+func (p *Plan) diffIndex(d Dialect, names map[indexKey]string, t *core.Table, c core.Column, have *ExistingTable) string {
+	name, unique, ok := indexOf(names, t, c)
 	if !ok {
 		return ""
 	}
@@ -132,12 +165,16 @@ func (p *Plan) diffIndex(d Dialect, t *core.Table, c core.Column, have *Existing
 	case same != nil && (same.Unique || !unique):
 		return ""
 	case same != nil:
-		p.leave("index %s on %s.%s is not unique; the schema wants a unique index (check for duplicates, then replace it)", same.Name, t.Name, c.Name)
+		p.leave("index %s on %s.%s is not unique; the schema wants a unique index (check for duplicates, then replace it)", shownName(same.Name), t.Name, c.Name)
 		return ""
 	}
 	for _, idx := range have.Indexes {
 		if strings.EqualFold(idx.Name, name) {
-			p.leave("index %s of table %s covers (%s), not (%s); left as it is", idx.Name, t.Name, strings.Join(idx.Columns, ", "), c.Name)
+			cols := make([]string, len(idx.Columns))
+			for i, col := range idx.Columns {
+				cols[i] = shownName(col)
+			}
+			p.leave("index %s of table %s covers (%s), not (%s); left as it is", shownName(idx.Name), t.Name, strings.Join(cols, ", "), c.Name)
 			return ""
 		}
 	}
@@ -169,9 +206,14 @@ func typeFamily(d Dialect, typ string) core.FieldType {
 
 // DiffDB reads the catalog of cfg's tables from db and plans what brings
 // them to the schema; cfg.Dialect must be db's dialect. It only reads.
+//
+// On MySQL it also reads the server's version: a server without a binary
+// NO PAD collation (before MariaDB 10.2.2 or MySQL 8.0.17) keeps
+// utf8mb4_bin, under which keys differing only by trailing spaces share a
+// row, and the plan says so in Left.
 func DiffDB(ctx context.Context, db *sql.DB, cfg Config) (Plan, error) {
 	cfg.Target = SQL
-	tables, err := cfg.tables()
+	s, tables, err := cfg.tables()
 	if err != nil {
 		return Plan{}, err
 	}
@@ -183,7 +225,19 @@ func DiffDB(ctx context.Context, db *sql.DB, cfg Config) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	return Diff(tables, cfg.Dialect, cat)
+	plan, err := Diff(s, tables, cfg.Dialect, cat)
+	if err != nil || cfg.Dialect != MySQL {
+		return plan, err
+	}
+	var version string
+	if err := db.QueryRowContext(ctx, "SELECT VERSION()").Scan(&version); err != nil {
+		return Plan{}, fmt.Errorf("gen: reading the server version: %w", err)
+	}
+	if !hasNoPad(version) {
+		plan.leave("server %s has no binary NO PAD collation (MariaDB 10.2.2+, MySQL 8.0.17+ have one): its tables keep utf8mb4_bin, "+
+			"under which keys differing only by trailing spaces share one row", shownType(version))
+	}
+	return plan, nil
 }
 
 // DiffFile renders a plan as a SQL file headed like every generated file,
@@ -194,6 +248,10 @@ func DiffFile(cfg Config, name string, p Plan) File {
 	b.WriteString(sqlHeader(cfg))
 	b.WriteString("-- Brings an existing database to the schema; it never drops or changes a column.\n")
 	for _, l := range p.Left {
+		// Diff escapes what it read; a plan built by other hands may not.
+		if hasControl(l) {
+			l = strconv.QuoteToASCII(l)
+		}
 		b.WriteString("-- left: " + l + "\n")
 	}
 	if len(p.Statements) == 0 {

@@ -136,7 +136,7 @@ func TestDiffCatalog(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := full()
 			c.edit(e)
-			plan, err := Diff([]*core.Table{rl}, SQLite, Catalog{"rate_limit": e})
+			plan, err := Diff(s, []*core.Table{rl}, SQLite, Catalog{"rate_limit": e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,18 +145,153 @@ func TestDiffCatalog(t *testing.T) {
 			}
 		})
 	}
+	t.Run("MySQL key collations", func(t *testing.T) {
+		mysqlTable := func(keyCollation string) *ExistingTable {
+			return &ExistingTable{Name: "rate_limit",
+				Columns: []ExistingColumn{
+					{Name: "id", Type: "bigint(20)"},
+					{Name: "key", Type: "varchar(255)", Collation: keyCollation},
+					{Name: "count", Type: "bigint(20)", HasDefault: true},
+					{Name: "last_request", Type: "bigint(20)", HasDefault: true},
+				},
+				Indexes: full().Indexes}
+		}
+		for collation, note := range map[string]bool{"utf8mb4_nopad_bin": false, "utf8mb4_0900_bin": false, "": false,
+			"utf8mb4_bin": true, "utf8mb4_general_ci": true, "utf8mb4_unicode_nopad_ci": true} {
+			plan, err := Diff(s, []*core.Table{rl}, MySQL, Catalog{"rate_limit": mysqlTable(collation)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string(nil)
+			if note {
+				want = []string{"column rate_limit.key has collation " + collation + ", not a binary NO PAD one: " +
+					"keys differing only by trailing spaces (under a _ci collation, also by case) are one key; " +
+					"the schema wants utf8mb4_nopad_bin (MariaDB 10.2.2+) or utf8mb4_0900_bin (MySQL 8.0.17+): " +
+					"ALTER TABLE `rate_limit` MODIFY `key` VARCHAR(255) " + mysqlNoPad + " NOT NULL"}
+			}
+			if plan.Statements != nil || !reflect.DeepEqual(plan.Left, want) {
+				t.Errorf("%q: got %q %q, want %q", collation, plan.Statements, plan.Left, want)
+			}
+		}
+	})
 	t.Run("missing table is created", func(t *testing.T) {
-		plan, err := Diff([]*core.Table{rl}, SQLite, Catalog{})
+		plan, err := Diff(s, []*core.Table{rl}, SQLite, Catalog{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := SQLite.CreateTable(rl); !reflect.DeepEqual(plan.Statements, want) || plan.Left != nil {
+		if want, _ := SQLite.CreateTable(s, rl); !reflect.DeepEqual(plan.Statements, want) || plan.Left != nil {
 			t.Errorf("got %q %q, want %q", plan.Statements, plan.Left, want)
 		}
 	})
 	t.Run("unknown dialect", func(t *testing.T) {
-		if _, err := Diff(nil, Dialect("oracle"), nil); err == nil || !strings.Contains(err.Error(), `"oracle"`) {
+		if _, err := Diff(s, nil, Dialect("oracle"), nil); err == nil || !strings.Contains(err.Error(), `"oracle"`) {
 			t.Errorf("err = %v", err)
 		}
 	})
+	t.Run("table of another schema", func(t *testing.T) {
+		other, _ := core.MustSchema(core.Naming{}).Table(core.ModelRateLimit)
+		if _, err := Diff(s, []*core.Table{other}, SQLite, Catalog{}); err == nil || !strings.Contains(err.Error(), "not a table of the schema") {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
+
+// TestDiffEscapesCatalogNames gives a table on each database a column and
+// an index whose names hold a newline and SQL, then checks that the diff
+// file runs only the plan's own statements: every name read from the
+// database appears escaped on one comment line, never as a line of SQL.
+func TestDiffEscapesCatalogNames(t *testing.T) {
+	ctx := context.Background()
+	for _, tdb := range testDBs(t) {
+		t.Run(string(tdb.dialect), func(t *testing.T) {
+			d := tdb.dialect
+			db := tdb.open(t)
+			cfg := Config{Dialect: d, Naming: uniqueNaming(t, core.Naming{})}
+			s, err := cfg.Schema()
+			if err != nil {
+				t.Fatal(err)
+			}
+			dropAfter(t, db, s, d)
+			stmts, _ := DDL(s, d)
+			exec(t, db, stmts)
+			rl, _ := s.Table(core.ModelRateLimit)
+			ak, _ := s.Table(core.ModelAPIKey)
+			evilColumn := "c\nDROP TABLE " + ak.Name + ";\n--x"
+			evilIndex := "i\r\nDROP TABLE " + ak.Name + "; --\x1b[2J"
+			dropKey := "DROP INDEX " + d.Quote(rl.Name+"_key_key")
+			if d == MySQL {
+				dropKey += " ON " + d.Quote(rl.Name)
+			}
+			exec(t, db, []string{
+				"ALTER TABLE " + d.Quote(rl.Name) + " ADD COLUMN " + d.Quote(evilColumn) + " TEXT",
+				dropKey,
+				"CREATE INDEX " + d.Quote(evilIndex) + " ON " + d.Quote(rl.Name) + " (" + d.Quote("key") + ")",
+			})
+			plan, err := DiffDB(ctx, db, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file := string(DiffFile(cfg, "sync.sql", plan).Data)
+			if got := scriptStatements([]byte(file)); strings.Join(got, "\n") != strings.Join(plan.Statements, "\n") {
+				t.Errorf("the diff file runs %q; the plan has %q\n%s", got, plan.Statements, file)
+			}
+			for _, line := range strings.Split(strings.TrimSuffix(file, "\n"), "\n") {
+				if strings.ContainsFunc(line, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+					t.Errorf("line %q holds a control character", line)
+				}
+				if strings.Contains(line, "DROP") && !strings.HasPrefix(line, "-- left: ") {
+					t.Errorf("line %q is not a comment", line)
+				}
+			}
+			for _, want := range []string{
+				`column ` + rl.Name + `."c\nDROP TABLE ` + ak.Name + `;\n--x" is not in the schema`,
+				`index "i\r\nDROP TABLE ` + ak.Name + `; --\x1b[2J" on ` + rl.Name + `.key is not unique`,
+			} {
+				if !strings.Contains(strings.Join(plan.Left, "\n"), want) {
+					t.Errorf("no note %s in\n%s", want, strings.Join(plan.Left, "\n"))
+				}
+			}
+		})
+	}
+}
+
+// TestDiffPaddingCollation gives the rate-limit key on MySQL the
+// utf8mb4_bin collation of older generated DDL, checks that the diff
+// notes it with a statement that, once run, makes "k" and "k " two keys,
+// and that the diff is then empty.
+func TestDiffPaddingCollation(t *testing.T) {
+	ctx := context.Background()
+	for _, tdb := range testDBs(t) {
+		if tdb.dialect != MySQL {
+			continue
+		}
+		d := tdb.dialect
+		db := tdb.open(t)
+		cfg := Config{Dialect: d, Naming: uniqueNaming(t, core.Naming{})}
+		s, err := cfg.Schema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dropAfter(t, db, s, d)
+		stmts, _ := DDL(s, d)
+		exec(t, db, stmts)
+		rl, _ := s.Table(core.ModelRateLimit)
+		exec(t, db, []string{"ALTER TABLE " + d.Quote(rl.Name) + " MODIFY `key` VARCHAR(255) COLLATE utf8mb4_bin NOT NULL"})
+		insertRow(t, db, d, rl, "key", "k", true)
+		insertRow(t, db, d, rl, "key", "k ", false) // PAD SPACE: "k " is "k"
+
+		plan, err := DiffDB(ctx, db, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(plan.Statements) != 0 || len(plan.Left) != 1 || !strings.HasPrefix(plan.Left[0], "column "+rl.Name+".key has collation utf8mb4_bin,") {
+			t.Fatalf("plan: %q %q", plan.Statements, plan.Left)
+		}
+		_, alter, _ := strings.Cut(plan.Left[0], "): ")
+		exec(t, db, []string{alter})
+		insertRow(t, db, d, rl, "key", "k ", true)
+		if plan, err := DiffDB(ctx, db, cfg); err != nil || !plan.Empty() {
+			t.Errorf("after %s the diff is %q %q (%v)", alter, plan.Statements, plan.Left, err)
+		}
+	}
 }

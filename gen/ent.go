@@ -23,7 +23,7 @@ var entDialects = []struct {
 // column type in every dialect (SchemaType, the same as the DDL) and the
 // index names, so that ent's migration and sluice's DDL describe the same
 // tables.
-func entFiles(cfg Config, tables []*core.Table) ([]File, error) {
+func entFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -49,7 +49,7 @@ func entFiles(cfg Config, tables []*core.Table) ([]File, error) {
 			fmt.Fprintf(&b, "\n// Indexes of %s.\n", name)
 			fmt.Fprintf(&b, "func (%s) Indexes() []ent.Index {\n\treturn []ent.Index{\n", name)
 			for _, c := range t.Columns {
-				idx, unique, ok := indexOf(t, c)
+				idx, unique, ok := indexOf(names, t, c)
 				if !ok {
 					continue
 				}
@@ -72,7 +72,7 @@ func entFiles(cfg Config, tables []*core.Table) ([]File, error) {
 
 func hasIndex(t *core.Table) bool {
 	for _, c := range t.Columns {
-		if _, _, ok := indexOf(t, c); ok {
+		if _, ok := indexSuffix(c); ok {
 			return true
 		}
 	}

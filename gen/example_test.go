@@ -40,7 +40,7 @@ func ExampleGenerate() {
 func ExampleDiff() {
 	s := core.MustSchema(core.Naming{})
 	rl, _ := s.Table(core.ModelRateLimit)
-	plan, err := gen.Diff([]*core.Table{rl}, gen.MySQL, gen.Catalog{"rate_limit": {
+	plan, err := gen.Diff(s, []*core.Table{rl}, gen.MySQL, gen.Catalog{"rate_limit": {
 		Name: "rate_limit",
 		Columns: []gen.ExistingColumn{
 			{Name: "id", Type: "bigint(20)"},

@@ -95,20 +95,21 @@ type File struct {
 // Generate returns the files for cfg, sorted by name. The output depends
 // only on cfg: the same cfg gives the same bytes.
 func Generate(cfg Config) ([]File, error) {
-	tables, err := cfg.tables()
+	s, tables, err := cfg.tables()
 	if err != nil {
 		return nil, err
 	}
+	names := indexNames(s)
 	var files []File
 	switch cfg.Target {
 	case Ent:
-		files, err = entFiles(cfg, tables)
+		files, err = entFiles(cfg, names, tables)
 	case Gorm:
-		files, err = gormFiles(cfg, tables)
+		files, err = gormFiles(cfg, names, tables)
 	case Bun:
-		files, err = bunFiles(cfg, tables)
+		files, err = bunFiles(cfg, names, tables)
 	case SQL:
-		files = sqlFiles(cfg, tables)
+		files = sqlFiles(cfg, names, tables)
 	}
 	if err != nil {
 		return nil, err
@@ -127,14 +128,14 @@ func (cfg Config) Schema() (*core.Schema, error) {
 	return s, nil
 }
 
-// tables validates cfg and returns the tables to emit.
-func (cfg *Config) tables() ([]*core.Table, error) {
+// tables validates cfg and returns its schema and the tables to emit.
+func (cfg *Config) tables() (*core.Schema, []*core.Table, error) {
 	if _, err := ParseTarget(string(cfg.Target)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if cfg.Target != Ent || cfg.Dialect != "" {
 		if _, err := ParseDialect(string(cfg.Dialect)); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if cfg.Package == "" {
@@ -144,19 +145,23 @@ func (cfg *Config) tables() ([]*core.Table, error) {
 		}
 	}
 	if cfg.Target != SQL && !validPackage(cfg.Package) {
-		return nil, fmt.Errorf("gen: package name %q is not a Go identifier", cfg.Package)
+		return nil, nil, fmt.Errorf("gen: package name %q is not a Go identifier", cfg.Package)
 	}
 	if cfg.Migration == "" {
 		cfg.Migration = DefaultMigration
 	}
-	if strings.ContainsAny(cfg.Migration, `/\`) || strings.TrimSpace(cfg.Migration) != cfg.Migration {
-		return nil, fmt.Errorf("gen: migration name %q must be a plain file name", cfg.Migration)
+	if strings.ContainsAny(cfg.Migration, `/\`) || strings.TrimSpace(cfg.Migration) != cfg.Migration || hasControl(cfg.Migration) {
+		return nil, nil, fmt.Errorf("gen: migration name %q must be a plain file name", cfg.Migration)
 	}
 	s, err := cfg.Schema()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return selectTables(s, cfg.Models)
+	tables, err := selectTables(s, cfg.Models)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, tables, nil
 }
 
 // selectTables returns the tables of models, in schema order; all of them

@@ -25,6 +25,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"bad package", Config{Target: Bun, Dialect: SQLite, Package: "my-models"}, `package name "my-models" is not a Go identifier`, false},
 		{"keyword package", Config{Target: Ent, Package: "func"}, `package name "func"`, false},
 		{"bad migration name", Config{Target: SQL, Dialect: SQLite, Migration: "../up"}, `migration name "../up"`, false},
+		{"migration name with a newline", Config{Target: SQL, Dialect: SQLite, Migration: "up\nDROP TABLE apikey;"}, `migration name "up\nDROP TABLE apikey;"`, false},
 		{"invalid table name", Config{Target: SQL, Dialect: SQLite, Naming: core.Naming{Tables: map[string]string{core.ModelRateLimit: "rate-limit"}}},
 			`table name "rate-limit" is not a valid identifier`, true},
 		{"duplicate table name", Config{Target: Ent, Naming: core.Naming{Tables: map[string]string{core.ModelRateLimit: "APIKEY"}}},

@@ -8,7 +8,7 @@ import (
 )
 
 // gormFiles writes one gorm model struct per table.
-func gormFiles(cfg Config, tables []*core.Table) ([]File, error) {
+func gormFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -20,7 +20,7 @@ func gormFiles(cfg Config, tables []*core.Table) ([]File, error) {
 		fmt.Fprintf(&b, "type %s struct {\n", name)
 		for _, c := range t.Columns {
 			b.WriteString(lineComment("\t", fieldComment(c.Field, "gorm")))
-			fmt.Fprintf(&b, "\t%s %s `gorm:%s`\n", goName(c.Field.Name), goType(c.Field), goQuote(gormTag(cfg.Dialect, t, c)))
+			fmt.Fprintf(&b, "\t%s %s `gorm:%s`\n", goName(c.Field.Name), goType(c.Field), goQuote(gormTag(cfg.Dialect, names, t, c)))
 		}
 		b.WriteString("}\n\n")
 		fmt.Fprintf(&b, "// TableName is the table gorm reads and writes %s rows in.\n", name)
@@ -35,20 +35,20 @@ func gormFiles(cfg Config, tables []*core.Table) ([]File, error) {
 }
 
 // gormTag is the gorm struct tag of a column.
-func gormTag(d Dialect, t *core.Table, c core.Column) string {
+func gormTag(d Dialect, names map[indexKey]string, t *core.Table, c core.Column) string {
 	f := c.Field
 	parts := []string{"column:" + c.Name}
 	if f.Primary {
 		return strings.Join(append(parts, "primaryKey", "autoIncrement"), ";")
 	}
-	parts = append(parts, "type:"+d.ColumnType(f))
+	parts = append(parts, "type:"+d.columnDDLType(f))
 	if !f.Nullable {
 		parts = append(parts, "not null")
 	}
 	if def, ok := ormDefault(f); ok {
 		parts = append(parts, "default:"+def)
 	}
-	if idx, unique, ok := indexOf(t, c); ok {
+	if idx, unique, ok := indexOf(names, t, c); ok {
 		kind := "index"
 		if unique {
 			kind = "uniqueIndex"

@@ -98,19 +98,6 @@ func isZeroDefault(v any) bool {
 	return false
 }
 
-// indexOf returns the index name and whether it is unique for a column
-// that has an index of its own; the names are those CreateTable uses, so
-// every target agrees with the DDL.
-func indexOf(t *core.Table, c core.Column) (name string, unique, ok bool) {
-	switch {
-	case c.Field.Unique:
-		return indexName(t.Name, c.Name, "key"), true, true
-	case c.Field.Index:
-		return indexName(t.Name, c.Name, "idx"), false, true
-	}
-	return "", false, false
-}
-
 // lineComment renders a field or type comment as // lines.
 func lineComment(indent, text string) string {
 	if text == "" {

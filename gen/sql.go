@@ -13,7 +13,7 @@ type Dialect string
 // The dialects gen writes DDL for.
 const (
 	Postgres Dialect = "postgres"
-	MySQL    Dialect = "mysql" // MySQL and MariaDB
+	MySQL    Dialect = "mysql" // MySQL 8 and MariaDB 10.2+ alike (older servers work, with padded keys)
 	SQLite   Dialect = "sqlite"
 )
 
@@ -79,39 +79,88 @@ func literal(v any) string {
 	return fmt.Sprint(v)
 }
 
-// CreateTable returns the statements that create one table and its
-// indexes, if they do not exist yet.
-func (d Dialect) CreateTable(t *core.Table) []string {
+// CreateTable returns the statements that create table t of schema s and
+// its indexes, if they do not exist yet. The index names depend on every
+// table of s (see the package documentation), so t must be one of them.
+//
+// On MySQL, each indexed string column is declared
+// VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */:
+// MySQL 8.0.17+ and MariaDB 10.2.2+ each run their own comment and get a
+// binary NO PAD collation, so the same statements serve both servers.
+func (d Dialect) CreateTable(s *core.Schema, t *core.Table) ([]string, error) {
+	if _, err := ParseDialect(string(d)); err != nil {
+		return nil, err
+	}
+	if err := ofSchema(s, t); err != nil {
+		return nil, err
+	}
+	return d.createTable(indexNames(s), t), nil
+}
+
+// ofSchema checks that t is a table of s, as resolved by s.
+func ofSchema(s *core.Schema, t *core.Table) error {
+	if s == nil || t == nil {
+		return fmt.Errorf("gen: a schema and a table are required")
+	}
+	if st, ok := s.Table(t.Model); !ok || st != t {
+		return fmt.Errorf("gen: table %s (model %q) is not a table of the schema", t.Name, t.Model)
+	}
+	return nil
+}
+
+func (d Dialect) createTable(names map[indexKey]string, t *core.Table) []string {
 	var cols []string
 	for _, c := range t.Columns {
 		cols = append(cols, "  "+d.columnDef(c))
 	}
-	var stmts []string
 	var after []string
 	for _, c := range t.Columns {
-		if !c.Field.Unique && !c.Field.Index {
+		name, unique, ok := indexOf(names, t, c)
+		if !ok {
 			continue
 		}
-		kind, suffix := "INDEX", "idx"
-		if c.Field.Unique {
-			kind, suffix = "UNIQUE INDEX", "key"
+		switch {
+		case d == MySQL && unique:
+			cols = append(cols, fmt.Sprintf("  UNIQUE KEY %s (%s)", d.Quote(name), d.Quote(c.Name)))
+		case d == MySQL:
+			cols = append(cols, fmt.Sprintf("  KEY %s (%s)", d.Quote(name), d.Quote(c.Name)))
+		case unique:
+			after = append(after, fmt.Sprintf("CREATE UNIQUE INDEX IF NOT EXISTS %s ON %s (%s)", d.Quote(name), d.Quote(t.Name), d.Quote(c.Name)))
+		default:
+			after = append(after, fmt.Sprintf("CREATE INDEX IF NOT EXISTS %s ON %s (%s)", d.Quote(name), d.Quote(t.Name), d.Quote(c.Name)))
 		}
-		name := d.Quote(indexName(t.Name, c.Name, suffix))
-		if d == MySQL {
-			cols = append(cols, fmt.Sprintf("  %s %s (%s)", strings.TrimSuffix(kind, " INDEX")+" KEY", name, d.Quote(c.Name)))
-			continue
-		}
-		after = append(after, fmt.Sprintf("CREATE %s IF NOT EXISTS %s ON %s (%s)", kind, name, d.Quote(t.Name), d.Quote(c.Name)))
-	}
-	for i, c := range cols {
-		cols[i] = strings.Replace(c, "INDEX KEY", "KEY", 1)
 	}
 	create := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s (\n%s\n)", d.Quote(t.Name), strings.Join(cols, ",\n"))
 	if d == MySQL {
+		// utf8mb4_bin is only the fallback of servers without a binary NO
+		// PAD collation: every string column names its own (mysqlNoPad).
 		create += " ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"
 	}
-	stmts = append(stmts, create)
-	return append(stmts, after...)
+	return append([]string{create}, after...)
+}
+
+// mysqlNoPad is the collation of every indexed string column (the keys
+// sluice looks rows up by) on MySQL and MariaDB: binary and NO PAD, so
+// that keys differing only by trailing spaces are different keys. utf8mb4_bin compares with PAD SPACE: "k" and "k " would
+// share one rate-limit counter. The two servers name it differently and
+// neither knows the other's name, so each gets its own in an executable
+// comment: MySQL 8.0.17+ runs /*!80017 …*/ (MariaDB ignores the versions
+// MySQL 5.7 and 8 use there) and MariaDB 10.2.2+ runs /*M!100202 …*/,
+// which MySQL reads as a plain comment. An older server runs neither and
+// keeps the table's utf8mb4_bin; DiffDB says so.
+const mysqlNoPad = "/*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */"
+
+// noPadCollations are the collations mysqlNoPad sets.
+var noPadCollations = []string{"utf8mb4_0900_bin", "utf8mb4_nopad_bin"}
+
+// columnDDLType is the column type in DDL and ORM type tags: ColumnType,
+// plus on MySQL the collation of indexed string columns. The others are
+// payload, never compared, and keep the table's collation.
+func (d Dialect) columnDDLType(f core.Field) string {
+	if d == MySQL && f.Type == core.TypeString && (f.Unique || f.Index) {
+		return d.ColumnType(f) + " " + mysqlNoPad
+	}
+	return d.ColumnType(f)
 }
 
 func (d Dialect) columnDef(c core.Column) string {
@@ -125,7 +174,7 @@ func (d Dialect) columnDef(c core.Column) string {
 		}
 		return d.Quote(c.Name) + " INTEGER PRIMARY KEY AUTOINCREMENT"
 	}
-	def := d.Quote(c.Name) + " " + d.ColumnType(f)
+	def := d.Quote(c.Name) + " " + d.columnDDLType(f)
 	if !f.Nullable {
 		def += " NOT NULL"
 	}
@@ -135,23 +184,18 @@ func (d Dialect) columnDef(c core.Column) string {
 	return def
 }
 
-// indexName is <table>_<column>_<suffix>, shortened to fit 63 characters.
-func indexName(table, column, suffix string) string {
-	name := table + "_" + column + "_" + suffix
-	if len(name) > 63 {
-		name = name[:63]
-	}
-	return name
-}
-
 // DDL returns the statements that create every table of s in the dialect.
 func DDL(s *core.Schema, d Dialect) ([]string, error) {
 	if _, err := ParseDialect(string(d)); err != nil {
 		return nil, err
 	}
+	if s == nil {
+		return nil, fmt.Errorf("gen: a schema is required")
+	}
+	names := indexNames(s)
 	var stmts []string
 	for _, t := range s.Tables() {
-		stmts = append(stmts, d.CreateTable(t)...)
+		stmts = append(stmts, d.createTable(names, t)...)
 	}
 	return stmts, nil
 }

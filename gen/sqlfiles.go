@@ -13,10 +13,10 @@ func sqlHeader(cfg Config) string {
 
 // sqlFiles writes schema.sql (every CREATE statement) and a migration pair
 // whose down file drops the tables in reverse order.
-func sqlFiles(cfg Config, tables []*core.Table) []File {
+func sqlFiles(cfg Config, names map[indexKey]string, tables []*core.Table) []File {
 	var up []string
 	for _, t := range tables {
-		up = append(up, cfg.Dialect.CreateTable(t)...)
+		up = append(up, cfg.Dialect.createTable(names, t)...)
 	}
 	var down []string
 	for i := len(tables) - 1; i >= 0; i-- {

@@ -63,16 +63,28 @@ func (tdb testDB) open(t *testing.T) *sql.DB {
 // helper sharing the server, uses.
 func uniqueNaming(t *testing.T, naming core.Naming) core.Naming {
 	t.Helper()
-	b := make([]byte, 4)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	suffix := hex.EncodeToString(b)
+	suffix := uniqueSuffix(t)
 	naming.Tables = map[string]string{
 		core.ModelRateLimit: "gen_rl_" + suffix,
 		core.ModelAPIKey:    "gen_ak_" + suffix,
 	}
 	return naming
+}
+
+// uniqueSuffix returns 8 random hex digits, for names no other test, or
+// other helper sharing the server, uses.
+func uniqueSuffix(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 4)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// sqlExecer is what insertRow needs of a *sql.DB.
+type sqlExecer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 }
 
 // exec runs statements, failing the test on the first error.

@@ -2,7 +2,8 @@
 // files, gorm or bun model structs, or DDL with an up/down migration pair.
 // With -dsn it reads an existing database instead and writes only what
 // brings it to the schema (missing tables, columns and indexes), reporting
-// on stderr what it left.
+// on stderr what it left; a name read from the database that is not a
+// plain identifier is shown quoted, with Go escapes.
 //
 // Usage, typically from a //go:generate line:
 //

@@ -19,7 +19,11 @@ var entDialect = map[gen.Dialect]string{gen.SQLite: dialect.SQLite, gen.Postgres
 // TestMigrateMatchesDDL lets ent's own migration create the tables from
 // the generated schema, on SQLite and, when configured, PostgreSQL and
 // MariaDB/MySQL, and checks that the result is the generated DDL's
-// schema: the diff against it is empty.
+// schema: the diff against it is empty, except on MySQL for the collation
+// of the two unique keys. ent gives every MySQL table utf8mb4_bin, which
+// pads, and its schema cannot name a collation both MySQL (utf8mb4_0900_bin)
+// and MariaDB (utf8mb4_nopad_bin) know, so the diff tells the user how to
+// convert them.
 func TestMigrateMatchesDDL(t *testing.T) {
 	for _, srv := range testenv.Servers(t) {
 		t.Run(string(srv.Dialect), func(t *testing.T) {
@@ -33,8 +37,19 @@ func TestMigrateMatchesDDL(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !plan.Empty() {
-				t.Errorf("ent's tables differ from the schema:\n%s\n%s", strings.Join(plan.Statements, "\n"), strings.Join(plan.Left, "\n"))
+			var want []string
+			if srv.Dialect == gen.MySQL {
+				for _, table := range []string{"rate_limit", "apikey"} {
+					want = append(want, "column "+table+".key has collation utf8mb4_bin, not a binary NO PAD one")
+				}
+			}
+			ok := len(plan.Statements) == 0 && len(plan.Left) == len(want)
+			for i := 0; ok && i < len(want); i++ {
+				ok = strings.HasPrefix(plan.Left[i], want[i])
+			}
+			if !ok {
+				t.Errorf("ent's tables differ from the schema:\n%s\n%s\nwant only notes starting:\n%s",
+					strings.Join(plan.Statements, "\n"), strings.Join(plan.Left, "\n"), strings.Join(want, "\n"))
 			}
 		})
 	}

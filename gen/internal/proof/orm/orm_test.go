@@ -146,6 +146,30 @@ func TestMigrateMatchesDDL(t *testing.T) {
 				if strings.Join(plan.Statements, "\n") != strings.Join(want, "\n") || len(plan.Left) != 0 {
 					t.Errorf("%s's tables differ from the schema:\n%s\n%s", m.target, strings.Join(plan.Statements, "\n"), strings.Join(plan.Left, "\n"))
 				}
+				// The ORM names the unique indexes (and gorm the plain ones)
+				// as the DDL does; SQLite names a constraint's index itself.
+				if m.target == gen.Bun && m.dialect == gen.SQLite {
+					return
+				}
+				names := map[string][2]string{"rate_limit_key_key": {"rate_limit", "key"}, "apikey_key_key": {"apikey", "key"}}
+				if m.target == gen.Gorm {
+					names["rate_limit_last_request_idx"] = [2]string{"rate_limit", "last_request"}
+					names["apikey_config_id_idx"] = [2]string{"apikey", "config_id"}
+					names["apikey_reference_id_idx"] = [2]string{"apikey", "reference_id"}
+				}
+				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for name, on := range names {
+					var found bool
+					for _, idx := range cat[on[0]].Indexes {
+						found = found || (idx.Name == name && strings.Join(idx.Columns, ",") == on[1])
+					}
+					if !found {
+						t.Errorf("no index %s on %s(%s): %+v", name, on[0], on[1], cat[on[0]].Indexes)
+					}
+				}
 			})
 		}
 	}

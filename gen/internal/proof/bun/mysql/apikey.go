@@ -15,15 +15,15 @@ type APIKey struct {
 
 	ID int64 `bun:"id,pk,autoincrement"`
 	// which key configuration issued the key
-	ConfigID string  `bun:"config_id,notnull,default:'default',type:VARCHAR(255)"`
+	ConfigID string  `bun:"config_id,notnull,default:'default',type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */"`
 	Name     *string `bun:"name,nullzero,type:TEXT"`
 	// the first characters of the key, for display
 	Start  *string `bun:"start,nullzero,type:TEXT"`
 	Prefix *string `bun:"prefix,nullzero,type:TEXT"`
 	// SHA-256 of the key, base64url without padding
-	Key string `bun:"key,notnull,unique,type:VARCHAR(255)"`
+	Key string `bun:"key,notnull,unique:apikey_key_key,type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */"`
 	// the owner of the key, such as a user id
-	ReferenceID string `bun:"reference_id,notnull,type:VARCHAR(255)"`
+	ReferenceID string `bun:"reference_id,notnull,type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */"`
 	// The column defaults to TRUE, but bun writes the field's value even when it is false: set it on create.
 	Enabled bool `bun:"enabled,notnull,type:BOOLEAN"`
 	// The column defaults to TRUE, but bun writes the field's value even when it is false: set it on create.

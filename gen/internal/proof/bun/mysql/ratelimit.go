@@ -13,7 +13,7 @@ type RateLimit struct {
 
 	ID int64 `bun:"id,pk,autoincrement"`
 	// the limited subject, such as client IP and path
-	Key string `bun:"key,notnull,unique,type:VARCHAR(255)"`
+	Key string `bun:"key,notnull,unique:rate_limit_key_key,type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */"`
 	// requests counted in the current window
 	Count int64 `bun:"count,notnull,default:0,type:BIGINT"`
 	// epoch milliseconds: the window start (or the last allowed request with Better Auth semantics)

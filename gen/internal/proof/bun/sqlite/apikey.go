@@ -21,7 +21,7 @@ type APIKey struct {
 	Start  *string `bun:"start,nullzero,type:TEXT"`
 	Prefix *string `bun:"prefix,nullzero,type:TEXT"`
 	// SHA-256 of the key, base64url without padding
-	Key string `bun:"key,notnull,unique,type:TEXT"`
+	Key string `bun:"key,notnull,unique:apikey_key_key,type:TEXT"`
 	// the owner of the key, such as a user id
 	ReferenceID string `bun:"reference_id,notnull,type:TEXT"`
 	// The column defaults to TRUE, but bun writes the field's value even when it is false: set it on create.

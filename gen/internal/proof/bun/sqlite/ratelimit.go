@@ -13,7 +13,7 @@ type RateLimit struct {
 
 	ID int64 `bun:"id,pk,autoincrement"`
 	// the limited subject, such as client IP and path
-	Key string `bun:"key,notnull,unique,type:TEXT"`
+	Key string `bun:"key,notnull,unique:rate_limit_key_key,type:TEXT"`
 	// requests counted in the current window
 	Count int64 `bun:"count,notnull,default:0,type:INTEGER"`
 	// epoch milliseconds: the window start (or the last allowed request with Better Auth semantics)

@@ -9,15 +9,15 @@ import "time"
 type APIKey struct {
 	ID int64 `gorm:"column:id;primaryKey;autoIncrement"`
 	// which key configuration issued the key
-	ConfigID string  `gorm:"column:config_id;type:VARCHAR(255);not null;default:'default';index:apikey_config_id_idx"`
+	ConfigID string  `gorm:"column:config_id;type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */;not null;default:'default';index:apikey_config_id_idx"`
 	Name     *string `gorm:"column:name;type:TEXT"`
 	// the first characters of the key, for display
 	Start  *string `gorm:"column:start;type:TEXT"`
 	Prefix *string `gorm:"column:prefix;type:TEXT"`
 	// SHA-256 of the key, base64url without padding
-	Key string `gorm:"column:key;type:VARCHAR(255);not null;uniqueIndex:apikey_key_key"`
+	Key string `gorm:"column:key;type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */;not null;uniqueIndex:apikey_key_key"`
 	// the owner of the key, such as a user id
-	ReferenceID string `gorm:"column:reference_id;type:VARCHAR(255);not null;index:apikey_reference_id_idx"`
+	ReferenceID string `gorm:"column:reference_id;type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */;not null;index:apikey_reference_id_idx"`
 	// The column defaults to TRUE, but gorm writes the field's value even when it is false: set it on create.
 	Enabled bool `gorm:"column:enabled;type:BOOLEAN;not null"`
 	// The column defaults to TRUE, but gorm writes the field's value even when it is false: set it on create.

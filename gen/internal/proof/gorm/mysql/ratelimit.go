@@ -7,7 +7,7 @@ package gormmysql
 type RateLimit struct {
 	ID int64 `gorm:"column:id;primaryKey;autoIncrement"`
 	// the limited subject, such as client IP and path
-	Key string `gorm:"column:key;type:VARCHAR(255);not null;uniqueIndex:rate_limit_key_key"`
+	Key string `gorm:"column:key;type:VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */;not null;uniqueIndex:rate_limit_key_key"`
 	// requests counted in the current window
 	Count int64 `gorm:"column:count;type:BIGINT;not null;default:0"`
 	// epoch milliseconds: the window start (or the last allowed request with Better Auth semantics)
