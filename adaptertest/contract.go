@@ -25,7 +25,7 @@ type contractCase struct {
 	// IncrementOne and transactions (the fallback is built on the adapter's
 	// FindOne and UpdateMany, which must keep the same contract).
 	increments bool
-	run        func(t *testing.T, f *Fixture)
+	run        func(t testing.TB, f *Fixture)
 }
 
 // runContract runs the table of IncrementOne contract cases, each on a
@@ -90,7 +90,7 @@ var (
 )
 
 // newCounter creates a counter row named name with extra fields.
-func newCounter(t *testing.T, f *Fixture, name string, extra map[string]any) core.Row {
+func newCounter(t testing.TB, f *Fixture, name string, extra map[string]any) core.Row {
 	t.Helper()
 	values := map[string]any{"name": name}
 	for k, v := range extra {
@@ -102,7 +102,7 @@ func newCounter(t *testing.T, f *Fixture, name string, extra map[string]any) cor
 }
 
 // reread returns the stored row with the given id.
-func reread(t *testing.T, f *Fixture, model string, id int64) core.Row {
+func reread(t testing.TB, f *Fixture, model string, id int64) core.Row {
 	t.Helper()
 	row, ok, err := f.DB.FindOne(f.Ctx, model, core.Eq("id", id))
 	require.NoError(t, err, "FindOne id %d", id)
@@ -111,7 +111,7 @@ func reread(t *testing.T, f *Fixture, model string, id int64) core.Row {
 }
 
 // requireSame fails unless got holds the same values as want.
-func requireSame(t *testing.T, want, got core.Row, what string) {
+func requireSame(t testing.TB, want, got core.Row, what string) {
 	t.Helper()
 	if d := sameRow(want, got); d != "" {
 		t.Fatalf("%s: %s", what, d)
@@ -125,7 +125,7 @@ func increment(f *Fixture, where []core.Where, inc map[string]int64, set map[str
 
 // requireWrite runs IncrementOne, requires a match, and requires that the
 // returned row is the stored row.
-func requireWrite(t *testing.T, f *Fixture, where []core.Where, inc map[string]int64, set map[string]any) core.Row {
+func requireWrite(t testing.TB, f *Fixture, where []core.Where, inc map[string]int64, set map[string]any) core.Row {
 	t.Helper()
 	row, ok, err := increment(f, where, inc, set)
 	require.NoError(t, err)
@@ -136,7 +136,7 @@ func requireWrite(t *testing.T, f *Fixture, where []core.Where, inc map[string]i
 
 // requireMiss runs IncrementOne, requires no match, and requires that the
 // row before is unchanged.
-func requireMiss(t *testing.T, f *Fixture, before core.Row, where []core.Where, inc map[string]int64, set map[string]any) {
+func requireMiss(t testing.TB, f *Fixture, before core.Row, where []core.Where, inc map[string]int64, set map[string]any) {
 	t.Helper()
 	row, ok, err := increment(f, where, inc, set)
 	require.NoError(t, err)
@@ -149,7 +149,7 @@ func contractCases() []contractCase {
 		{
 			name:     "CapabilitiesAreHonest",
 			contract: "a harness claims NativeIncrement exactly when its adapter implements core.Incrementer, and Transactions exactly when it implements core.Transactor; without transactions InTx fails with ErrUnsupported",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				_, inc := f.Adapter.(core.Incrementer)
 				_, txr := f.Adapter.(core.Transactor)
 				assert.Equal(t, inc, f.Caps.NativeIncrement, "Capabilities.NativeIncrement vs core.Incrementer")
@@ -165,7 +165,7 @@ func contractCases() []contractCase {
 			name:       "PositiveDelta",
 			contract:   "each delta is applied in the database (col = col + ?) and the row after the write is returned",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "pos", map[string]any{"hits": 5})
 				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": 3}, nil)
 				assert.EqualValues(t, 8, row.Int("hits"))
@@ -177,7 +177,7 @@ func contractCases() []contractCase {
 			name:       "NegativeDelta",
 			contract:   "a delta may be negative, and without a guard it may take the value below zero",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "neg", map[string]any{"hits": 5})
 				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": -7}, nil)
 				assert.EqualValues(t, -2, row.Int("hits"))
@@ -187,7 +187,7 @@ func contractCases() []contractCase {
 			name:       "SeveralDeltasAndSet",
 			contract:   "one call applies several deltas and several absolute assignments to the same row at once",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "multi", map[string]any{"hits": 10, "budget": 100})
 				other := newCounter(t, f, "other", map[string]any{"hits": 10, "budget": 100})
 				seen := t0.In(kolkata)
@@ -204,7 +204,7 @@ func contractCases() []contractCase {
 			name:       "ReturnedRowIsStoredRow",
 			contract:   "IncrementOne returns the row as it is after the write: every column equals what FindOne reads back",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "ret", map[string]any{"hits": 1, "budget": 9, "seenAt": t0, "label": "l", "slot": "ret-slot"})
 				for i := 0; i < 3; i++ {
 					row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))},
@@ -220,7 +220,7 @@ func contractCases() []contractCase {
 			name:       "GuardMissChangesNothing",
 			contract:   "when the guard selects nothing, IncrementOne reports no match (ok == false, no error) and changes nothing",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "miss", map[string]any{"hits": 5, "budget": 0})
 				other := newCounter(t, f, "other", map[string]any{"hits": 50, "budget": 0})
 				requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("hits", 10)},
@@ -234,7 +234,7 @@ func contractCases() []contractCase {
 			name:       "EqNilIsNull",
 			contract:   "eq nil means IS NULL and ne nil means IS NOT NULL, on int, string and time fields (a naive = NULL never matches)",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				null := newCounter(t, f, "nul", nil)
 				set := newCounter(t, f, "nul", map[string]any{"budget": 3, "label": "x", "seenAt": t0})
 				for i, field := range []string{"budget", "label", "seenAt"} {
@@ -258,7 +258,7 @@ func contractCases() []contractCase {
 			name:       "DeltaOnNullStaysNull",
 			contract:   "a delta on a NULL column leaves it NULL (no COALESCE), while the row's other changes apply",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "nulldelta", map[string]any{"hits": 1})
 				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": 5, "hits": 1}, nil)
 				assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
@@ -271,7 +271,7 @@ func contractCases() []contractCase {
 			name:       "NullSatisfiesNoComparison",
 			contract:   "a NULL column satisfies no comparison (eq, ne, lt, lte, gt, gte, in, not in with a value), as in SQL",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "nullcmp", nil)
 				id := core.Eq("id", r.Int("id"))
 				far, past := t0.AddDate(100, 0, 0), t0.AddDate(-100, 0, 0)
@@ -290,7 +290,7 @@ func contractCases() []contractCase {
 			name:       "SeveralRowsMatchOneChanges",
 			contract:   "where several rows match the guard, exactly one changes, and the returned row is the changed one",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				var ids []int64
 				for i := 0; i < 3; i++ {
 					ids = append(ids, newCounter(t, f, "many", nil).Int("id"))
@@ -320,7 +320,7 @@ func contractCases() []contractCase {
 			name:       "InvalidBeforeIO",
 			contract:   "an unknown model or field, a wrong type, and an empty update (no Increment and no Set) are ErrInvalid errors naming the problem, before anything reaches the adapter",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "valid", map[string]any{"hits": 1})
 				id := core.Eq("id", r.Int("id"))
 				spy := &noIO{}
@@ -361,7 +361,7 @@ func contractCases() []contractCase {
 			name:       "IdenticalRewriteIsAMatch",
 			contract:   "a write that leaves the row's values as they were (Set to the same values, a delta of 0) is still a match: rows matched, not rows changed (the MySQL rows-changed trap)",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "same", map[string]any{"hits": 5, "label": "same", "flag": true, "seenAt": t0})
 				id := []core.Where{core.Eq("id", r.Int("id"))}
 				row := requireWrite(t, f, id, nil, map[string]any{"label": "same", "flag": true, "seenAt": t0.In(newYork)})
@@ -376,7 +376,7 @@ func contractCases() []contractCase {
 			name:       "TimesRoundTripAcrossZones",
 			contract:   "times round-trip as instants at millisecond precision whatever zone they are given in, and range guards on them (lt, lte, gt, gte) compare instants",
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				given := t0.Add(456_789 * time.Nanosecond).In(kolkata) // sub-millisecond part is dropped
 				r := newCounter(t, f, "times", map[string]any{"seenAt": given})
 				assert.True(t, r.Time("seenAt").Equal(t0), "Create returned %v, want %v", r.Time("seenAt"), t0)
@@ -417,7 +417,7 @@ func contractCases() []contractCase {
 		{
 			name:     "CreateReturnsStoredRow",
 			contract: "Create inserts one row, fills defaults for the fields left out, and returns it as stored with its new primary key",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				a := newCounter(t, f, "a", nil)
 				b := newCounter(t, f, "b", map[string]any{"hits": 7, "budget": 3, "flag": true, "seenAt": t0, "label": "l", "slot": "s"})
 				assert.Positive(t, a.Int("id"))
@@ -444,7 +444,7 @@ func contractCases() []contractCase {
 		{
 			name:     "FindOneFirstInKeyOrder",
 			contract: "FindOne returns the first matching row in primary-key order, or ok == false when none matches",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				first := newCounter(t, f, "f", map[string]any{"hits": 9})
 				newCounter(t, f, "f", map[string]any{"hits": 1})
 				row, ok, err := f.DB.FindOne(f.Ctx, counterModel, core.Eq("name", "f"))
@@ -459,7 +459,7 @@ func contractCases() []contractCase {
 		{
 			name:     "FindManySortLimitOffset",
 			contract: "FindMany returns the matching rows, in primary-key order by default, sorted by a field either way, limited and offset",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				for i, h := range []int{3, 1, 4, 2, 5} {
 					newCounter(t, f, fmt.Sprint("row", i), map[string]any{"hits": h, "label": "in"})
 				}
@@ -489,7 +489,7 @@ func contractCases() []contractCase {
 		{
 			name:     "UpdateAtMostOne",
 			contract: "Update sets fields on at most one matching row and returns it as stored, or ok == false when none matches",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				newCounter(t, f, "u", nil)
 				newCounter(t, f, "u", nil)
 				row, ok, err := f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("name", "u")}, map[string]any{"label": "done", "hits": 4})
@@ -513,7 +513,7 @@ func contractCases() []contractCase {
 		{
 			name:     "UpdateManyCountsMatched",
 			contract: "UpdateMany sets fields on every matching row and returns how many matched, counting rows whose values were already those",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				newCounter(t, f, "um", map[string]any{"label": "x"})
 				newCounter(t, f, "um", nil)
 				newCounter(t, f, "um", map[string]any{"label": "y"})
@@ -536,7 +536,7 @@ func contractCases() []contractCase {
 		{
 			name:     "DeleteAtMostOne",
 			contract: "Delete removes at most one matching row and reports whether it did",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				newCounter(t, f, "d", nil)
 				newCounter(t, f, "d", nil)
 				ok, err := f.DB.Delete(f.Ctx, counterModel, core.Eq("name", "d"))
@@ -553,7 +553,7 @@ func contractCases() []contractCase {
 		{
 			name:     "DeleteManyAndCount",
 			contract: "DeleteMany removes every matching row and returns how many; Count returns the number of matching rows",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				for i := 0; i < 4; i++ {
 					newCounter(t, f, "dm", map[string]any{"hits": i})
 				}
@@ -578,7 +578,7 @@ func contractCases() []contractCase {
 		{
 			name:     "UniqueConflict",
 			contract: "a duplicate unique key fails with an error satisfying errors.Is(err, core.ErrConflict) and writes nothing",
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				a := newCounter(t, f, "a", map[string]any{"slot": "taken"})
 				_, err := f.DB.Create(f.Ctx, counterModel, map[string]any{"name": "b", "slot": "taken"})
 				require.ErrorIs(t, err, core.ErrConflict, "Create with a taken unique value")
@@ -602,7 +602,7 @@ func contractCases() []contractCase {
 			name:     "InTxCommits",
 			contract: "InTx runs its function in a transaction whose writes, IncrementOne included, are visible inside it and stored when it returns nil",
 			needs:    needTransactions,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "tx", map[string]any{"hits": 1})
 				var created int64
 				err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
@@ -631,7 +631,7 @@ func contractCases() []contractCase {
 			name:     "InTxRollsBack",
 			contract: "InTx rolls back every write of its function when the function returns an error, and returns that error",
 			needs:    needTransactions,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "tx", map[string]any{"hits": 1})
 				boom := errors.New("boom")
 				err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
@@ -655,6 +655,7 @@ func contractCases() []contractCase {
 			},
 		},
 	}
+	cases = append(cases, divergenceCases()...)
 	return append(cases, operatorCases()...)
 }
 
@@ -694,7 +695,7 @@ func operatorCases() []contractCase {
 			name:       "Operator_" + strings.ReplaceAll(op.op, " ", ""),
 			contract:   fmt.Sprintf("%q works as a guard on int, string and time fields: a satisfied guard matches, an unsatisfied one does not", op.op),
 			increments: true,
-			run: func(t *testing.T, f *Fixture) {
+			run: func(t testing.TB, f *Fixture) {
 				r := newCounter(t, f, "bravo", map[string]any{"hits": 5, "seenAt": t0, "budget": 0})
 				decoy := newCounter(t, f, "zulu", map[string]any{"hits": 50, "seenAt": t0.Add(24 * time.Hour), "budget": 0})
 				id := core.Eq("id", r.Int("id"))

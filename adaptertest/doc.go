@@ -67,9 +67,16 @@
 // row, guard misses, every operator on int, string and time fields, NULL
 // semantics, several matching rows, validation before I/O, rows matched
 // rather than rows changed, times across zones, the rest of the CRUD
-// surface, unique conflicts and transactions. When the adapter has both a
-// native IncrementOne and transactions, the IncrementOne cases run again
-// through core's transaction fallback.
+// surface, unique conflicts and transactions. Further cases hold every
+// adapter to one behaviour where sluice's SQL adapters once differed: a
+// nested transaction (a savepoint) rolls back only its own writes; strings
+// that are not valid UTF-8 or hold NUL are refused before any write, and
+// keys that differ only by trailing spaces, case or Unicode normalisation
+// stay distinct and round-trip byte for byte; an increment past MaxInt64 or
+// MinInt64 is ErrInvalid and changes nothing; and a unique conflict inside
+// a transaction is ErrConflict and leaves the transaction usable. When the
+// adapter has both a native IncrementOne and transactions, the IncrementOne
+// cases run again through core's transaction fallback.
 //
 // Race cases release many goroutines at once (see [Release]) on one row or
 // a few, and check exact outcomes: a guarded decrement from L admits exactly
@@ -79,7 +86,18 @@
 // on one pool, over several independent pools when the harness claims
 // SeveralPools, and through the fallback. The suite's own tests prove that
 // these cases catch a deliberately non-atomic adapter (read, compute, write
-// by id) every time.
+// by id) every time. One more race mixes, on one table and over several
+// pools, guarded increments, inserts, rows deleted right after their
+// insert and prunes of expired rows: the deadlocks and serialization
+// failures this provokes (MariaDB error 1213) must be retried inside the
+// adapter, so every call succeeds and the counts are exact.
+//
+// The suite's own tests also run every contract case against adapters
+// broken in one way each (nested transactions that do not roll back,
+// collations that ignore trailing spaces, case or normalisation, overflow
+// that wraps or is misreported, conflicts that abort the transaction or
+// lose their class, deadlock victims returned to the caller) and require
+// that exactly the cases for that rule fail.
 //
 // The rate-limit and API-key scenarios run sluice's limiter and key verifier
 // on the adapter under the same kind of load.

@@ -2,6 +2,8 @@ package adaptertest
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -45,6 +47,10 @@ func (a nonAtomic) IncrementOne(ctx context.Context, t *core.Table, where []core
 	write := append([]core.Assignment(nil), set...)
 	for _, d := range inc {
 		if v, ok := cur[d.Column].(int64); ok {
+			// It keeps every sequential rule, overflow included.
+			if (d.By > 0 && v > math.MaxInt64-d.By) || (d.By < 0 && v < math.MinInt64-d.By) {
+				return nil, fmt.Errorf("%w: %d + %d overflows int64", core.ErrInvalid, v, d.By)
+			}
 			write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
 		}
 	}

@@ -13,13 +13,14 @@ import (
 )
 
 // Run runs the whole conformance suite against the adapters newHarness
-// makes: the IncrementOne contract, the race cases, and the rate-limit and
-// API-key scenarios. Run it from a test of your adapter's package:
+// makes: the IncrementOne contract, the race cases (contention retried
+// inside the adapter among them), and the rate-limit and API-key
+// scenarios. Run it from a test of your adapter's package:
 //
 //	func TestConformance(t *testing.T) { adaptertest.Run(t, newHarness) }
 func Run(t *testing.T, newHarness HarnessMaker) {
 	t.Run("Contract", func(t *testing.T) { runContract(t, newHarness) })
-	t.Run("Race", func(t *testing.T) { runScenarios(t, newHarness, raceScenarios()) })
+	t.Run("Race", func(t *testing.T) { runScenarios(t, newHarness, append(raceScenarios(), contentionScenarios()...)) })
 	t.Run("RateLimit", func(t *testing.T) { runScenarios(t, newHarness, rateLimitScenarios()) })
 	t.Run("APIKey", func(t *testing.T) { runScenarios(t, newHarness, apiKeyScenarios()) })
 }

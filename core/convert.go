@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TimeLayout is the fixed-width UTC text form of a time, the same as
@@ -147,9 +148,29 @@ func fromStorage(f Field, v any) (any, error) {
 	return nil, fmt.Errorf("cannot convert %T to %s", v, f.Type)
 }
 
+// storableString refuses what some database would not store byte for byte:
+// invalid UTF-8 (PostgreSQL refuses it, MySQL refuses or truncates it, and a
+// driver may rewrite it to U+FFFD, so two distinct keys would share a row)
+// and NUL (PostgreSQL refuses it in text, C-string APIs cut at it). Checking
+// here, before any adapter runs, makes every adapter refuse the same way.
+func storableString(s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("string contains a NUL byte at offset %d, which not every database stores", i)
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("string is not valid UTF-8: byte 0x%02x at offset %d", s[i], i)
+		}
+		i += size
+	}
+	return nil
+}
+
 // toStorage checks that a caller's value suits the field and normalises it:
 // any integer becomes int64, times become UTC truncated to the millisecond
-// (the precision every dialect keeps), pointers are dereferenced, nil stays nil.
+// (the precision every dialect keeps), strings must be valid UTF-8 without
+// NUL (see storableString), pointers are dereferenced, nil stays nil.
 func toStorage(f Field, v any) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -172,6 +193,9 @@ func toStorage(f Field, v any) (any, error) {
 		}
 	case TypeString:
 		if s, ok := v.(string); ok {
+			if err := storableString(s); err != nil {
+				return nil, fmt.Errorf("field %q: %w", f.Name, err)
+			}
 			return s, nil
 		}
 	case TypeBool:

@@ -12,6 +12,10 @@
 // other fail with a deadlock error, as on PostgreSQL or MySQL. Reads never
 // wait, which keeps races observable in tests: that is enough for the
 // IncrementOne fallback, whose guarded write never relies on isolation.
+//
+// A transaction adapter's Transaction opens a nested transaction, as a
+// savepoint does: an error from its function undoes that function's writes
+// only, and the row locks stay with the enclosing transaction.
 package memory
 
 import (
@@ -303,9 +307,10 @@ func (tb *table) next(t *core.Table, id int64, inc []core.Delta, set []core.Assi
 			continue // NULL + delta stays NULL, as in SQL
 		}
 		cur := rec[d.Column].(int64)
-		// A database refuses an out-of-range result rather than wrapping it.
+		// A database refuses an out-of-range result rather than wrapping it;
+		// the adapter contract makes that refusal an invalid request.
 		if (d.By > 0 && cur > math.MaxInt64-d.By) || (d.By < 0 && cur < math.MinInt64-d.By) {
-			return nil, fmt.Errorf("%s.%s: %d + %d overflows int64", t.Name, d.Column, cur, d.By)
+			return nil, fmt.Errorf("%w: %s.%s: %d + %d overflows int64", core.ErrInvalid, t.Name, d.Column, cur, d.By)
 		}
 		rec[d.Column] = cur + d.By
 	}

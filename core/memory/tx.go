@@ -76,12 +76,24 @@ func (j *journal) finish(m *Memory, rollback bool) {
 	}
 }
 
-// rollback restores the rows in reverse order of change.
-// j.mu is not held while a table is locked: writes take them the other way round.
-func (j *journal) rollback(m *Memory) {
+// rollback restores every row the transaction changed.
+func (j *journal) rollback(m *Memory) { j.rollbackTo(m, 0) }
+
+// mark returns a savepoint: how many changes the transaction has made.
+func (j *journal) mark() int {
 	j.mu.Lock()
-	entries := j.entries
-	j.entries = nil
+	defer j.mu.Unlock()
+	return len(j.entries)
+}
+
+// rollbackTo restores the rows changed since the savepoint mark, in reverse
+// order of change. The row locks stay held: they belong to the enclosing
+// transaction, which may yet change those rows again.
+// j.mu is not held while a table is locked: writes take them the other way round.
+func (j *journal) rollbackTo(m *Memory, mark int) {
+	j.mu.Lock()
+	entries := j.entries[mark:]
+	j.entries = j.entries[:mark:mark]
 	j.mu.Unlock()
 	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
@@ -140,6 +152,36 @@ func (tx *txAdapter) Count(ctx context.Context, t *core.Table, where []core.Wher
 	return tx.m.Count(ctx, t, where)
 }
 
+// Transaction runs fn in a nested transaction on the same journal: an error
+// from fn undoes fn's writes and leaves the enclosing transaction usable.
+func (tx *txAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return tx.savepoint(ctx, func(ctx context.Context) error { return fn(ctx, tx) })
+}
+
+// savepoint runs body and undoes its writes unless it returns nil. Deferred,
+// so that a panicking body is undone too before the panic reaches the
+// enclosing transaction.
+func (tx *txAdapter) savepoint(ctx context.Context, body func(context.Context) error) error {
+	if tx.undo.ended() {
+		return errEnded
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	mark := tx.undo.mark()
+	released := false
+	defer func() {
+		if !released {
+			tx.undo.rollbackTo(tx.m, mark)
+		}
+	}()
+	if err := body(ctx); err != nil {
+		return err
+	}
+	released = true
+	return nil
+}
+
 // txIncrementer is a transaction adapter with the native IncrementOne.
 type txIncrementer struct{ *txAdapter }
 
@@ -147,7 +189,15 @@ func (tx txIncrementer) IncrementOne(ctx context.Context, t *core.Table, where [
 	return tx.m.increment(ctx, t, where, inc, set, tx.undo)
 }
 
+// Transaction runs fn in a nested transaction, handing it the adapter
+// with the native IncrementOne.
+func (tx txIncrementer) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return tx.savepoint(ctx, func(ctx context.Context) error { return fn(ctx, tx) })
+}
+
 var (
+	_ core.Transactor  = (*txAdapter)(nil)
+	_ core.Transactor  = txIncrementer{}
 	_ core.Incrementer = (*Memory)(nil)
 	_ core.Transactor  = (*Memory)(nil)
 	_ core.Transactor  = withoutIncrement{}

@@ -1,0 +1,496 @@
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+)
+
+// breakage is one way in which an adapter was found to diverge from the
+// contract; each broken adapter below has exactly one.
+type breakage int
+
+const (
+	// flatNesting runs a nested Transaction's fn in the caller's
+	// transaction, so its error rolls nothing back (bun and ent before the
+	// SQL engine).
+	flatNesting breakage = iota + 1
+	// padSpace ignores trailing spaces, as MariaDB's PAD SPACE collations do.
+	padSpace
+	// caseFolding ignores case, as a _ci collation does.
+	caseFolding
+	// normalising stores Unicode in a normal form (NFKC here, for the two
+	// sequences the suite uses), as some collations compare.
+	normalising
+	// replacingInvalid rewrites invalid UTF-8 to U+FFFD, as bun did on
+	// SQLite and MariaDB. core refuses such strings first, so no case may
+	// catch it: it shows the refusal does not depend on the adapter.
+	replacingInvalid
+	// wrappingOverflow lets an int64 wrap around (SQLite's +MinInt64).
+	wrappingOverflow
+	// realOverflow turns the column into a float on overflow and commits
+	// it (SQLite's c = c + ? past MaxInt64).
+	realOverflow
+	// plainOverflow refuses overflow, but with an error that is not
+	// core.ErrInvalid.
+	plainOverflow
+	// abortOnConflict makes a transaction unusable after a unique
+	// conflict, as PostgreSQL does without a savepoint around the statement.
+	abortOnConflict
+	// unclassifiedConflict passes a unique violation through without
+	// core.ErrConflict (an error code the adapter does not know).
+	unclassifiedConflict
+	// deadlockVictims returns to the caller the deadlock its write ran
+	// into while another write was in flight (gorm on MariaDB, error 1213).
+	deadlockVictims
+	// retriedVictims is deadlockVictims fixed: the adapter retries the
+	// victim's write, so it passes.
+	retriedVictims
+)
+
+// broken wraps core's memory adapter, or one of its transaction adapters,
+// and breaks one rule. Everything else is memory's, so each broken adapter
+// keeps the rest of the contract, which the tests below check.
+type broken struct {
+	inner   core.Adapter // has IncrementOne and Transaction
+	how     breakage
+	tx      *txState      // nil outside a transaction
+	victims *atomic.Int64 // writes begun so far, shared by every handle on one store
+}
+
+// txState is what a transaction remembers across calls.
+type txState struct {
+	mu      sync.Mutex
+	aborted bool
+}
+
+var (
+	errAborted      = errors.New("ERROR: current transaction is aborted, commands ignored until end of transaction block (SQLSTATE 25P02)")
+	errRolledBack   = errors.New("commit unexpectedly resulted in rollback")
+	errDeadlock1213 = errors.New("Error 1213 (40001): Deadlock found when trying to get lock; try restarting transaction")
+)
+
+func (b *broken) wrap(tx core.Adapter, st *txState) *broken {
+	return &broken{inner: tx, how: b.how, tx: st, victims: b.victims}
+}
+
+func (b *broken) str(s string) string {
+	switch b.how {
+	case padSpace:
+		return strings.TrimRight(s, " ")
+	case caseFolding:
+		return strings.ToLower(s)
+	case normalising:
+		return strings.NewReplacer("e\u0301", "\u00e9", "\uff4b", "k").Replace(s)
+	case replacingInvalid:
+		return strings.ToValidUTF8(s, "\uFFFD")
+	}
+	return s
+}
+
+func (b *broken) values(in []core.Assignment) []core.Assignment {
+	out := make([]core.Assignment, len(in))
+	for i, a := range in {
+		if s, ok := a.Value.(string); ok {
+			a.Value = b.str(s)
+		}
+		out[i] = a
+	}
+	return out
+}
+
+func (b *broken) where(in []core.Where) []core.Where {
+	out := make([]core.Where, len(in))
+	for i, w := range in {
+		switch v := w.Value.(type) {
+		case string:
+			w.Value = b.str(v)
+		case []any:
+			list := make([]any, len(v))
+			for j, x := range v {
+				if s, ok := x.(string); ok {
+					x = b.str(s)
+				}
+				list[j] = x
+			}
+			w.Value = list
+		}
+		out[i] = w
+	}
+	return out
+}
+
+// call runs one adapter call with the breakage's error handling around it.
+// write marks the calls that take write locks on a database.
+func call[T any](b *broken, write bool, do func() (T, error)) (T, error) {
+	var zero T
+	if b.tx != nil && b.how == abortOnConflict {
+		b.tx.mu.Lock()
+		aborted := b.tx.aborted
+		b.tx.mu.Unlock()
+		if aborted {
+			return zero, errAborted
+		}
+	}
+	if write && (b.how == deadlockVictims || b.how == retriedVictims) && b.victim() {
+		if b.how == deadlockVictims {
+			return zero, errDeadlock1213 // the database rolled the statement back
+		}
+		// retriedVictims: the statement rolled back, so running it again is safe
+	}
+	v, err := do()
+	if errors.Is(err, core.ErrConflict) {
+		switch b.how {
+		case unclassifiedConflict:
+			err = errors.New(err.Error()) // the same text, without the class
+		case abortOnConflict:
+			if b.tx != nil {
+				b.tx.mu.Lock()
+				b.tx.aborted = true
+				b.tx.mu.Unlock()
+			}
+		}
+	}
+	return v, err
+}
+
+// victim reports whether this write is chosen as a deadlock victim: it is
+// when another write begins while it waits, as a database's lock wait
+// would, at most a short while. Concurrent writes overlap every time;
+// sequential ones never do.
+func (b *broken) victim() bool {
+	mine := b.victims.Add(1)
+	for start := time.Now(); time.Since(start) < nonAtomicLatency; {
+		if b.victims.Load() != mine {
+			return true
+		}
+		runtime.Gosched()
+	}
+	return false
+}
+
+func (b *broken) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+	return call(b, true, func() (core.Record, error) { return b.inner.Create(ctx, t, b.values(values)) })
+}
+
+func (b *broken) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	return call(b, false, func() (core.Record, error) { return b.inner.FindOne(ctx, t, b.where(where)) })
+}
+
+func (b *broken) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+	return call(b, false, func() ([]core.Record, error) { return b.inner.FindMany(ctx, t, b.where(where), o) })
+}
+
+func (b *broken) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+	return call(b, true, func() (core.Record, error) { return b.inner.Update(ctx, t, b.where(where), b.values(set)) })
+}
+
+func (b *broken) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+	return call(b, true, func() (int64, error) { return b.inner.UpdateMany(ctx, t, b.where(where), b.values(set)) })
+}
+
+func (b *broken) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+	return call(b, true, func() (bool, error) { return b.inner.Delete(ctx, t, b.where(where)) })
+}
+
+func (b *broken) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	return call(b, true, func() (int64, error) { return b.inner.DeleteMany(ctx, t, b.where(where)) })
+}
+
+func (b *broken) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	return call(b, false, func() (int64, error) { return b.inner.Count(ctx, t, b.where(where)) })
+}
+
+func (b *broken) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	return call(b, true, func() (core.Record, error) {
+		where, set := b.where(where), b.values(set)
+		rec, err := b.inner.(core.Incrementer).IncrementOne(ctx, t, where, inc, set)
+		if !errors.Is(err, core.ErrInvalid) {
+			return rec, err
+		}
+		switch b.how {
+		case plainOverflow:
+			return nil, errors.New(strings.ReplaceAll(err.Error(), core.ErrInvalid.Error()+": ", ""))
+		case wrappingOverflow, realOverflow:
+			// write what the broken database computes, by primary key
+			cur, ferr := b.inner.FindOne(ctx, t, where)
+			if ferr != nil || cur == nil {
+				return nil, err
+			}
+			write := append([]core.Assignment(nil), set...)
+			for _, d := range inc {
+				v, ok := cur[d.Column].(int64)
+				switch {
+				case !ok:
+				case b.how == wrappingOverflow:
+					write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
+				case (d.By > 0 && v > math.MaxInt64-d.By) || (d.By < 0 && v < math.MinInt64-d.By):
+					write = append(write, core.Assignment{Column: d.Column, Value: float64(v) + float64(d.By)})
+				default:
+					write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
+				}
+			}
+			pk := t.PrimaryKey().Name
+			return b.inner.Update(ctx, t, []core.Where{core.Eq(pk, cur[pk])}, write)
+		}
+		return rec, err
+	})
+}
+
+func (b *broken) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	if b.tx != nil && b.how == flatNesting {
+		return fn(ctx, b) // no savepoint: fn's writes are the caller's
+	}
+	st := b.tx
+	if st == nil {
+		st = &txState{}
+	}
+	st.mu.Lock()
+	abortedBefore := st.aborted
+	st.mu.Unlock()
+	err := b.inner.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+		if err := fn(ctx, b.wrap(tx, st)); err != nil {
+			return err
+		}
+		st.mu.Lock()
+		defer st.mu.Unlock()
+		if st.aborted && b.tx == nil {
+			return errRolledBack // COMMIT of an aborted transaction rolls back
+		}
+		return nil
+	})
+	if err != nil && b.tx != nil {
+		// ROLLBACK TO SAVEPOINT clears the abort the nested part caused
+		st.mu.Lock()
+		st.aborted = abortedBefore
+		st.mu.Unlock()
+	}
+	return err
+}
+
+// brokenHarness serves a broken adapter that claims every capability, so
+// that no case skips.
+type brokenHarness struct {
+	m       *memory.Memory
+	how     breakage
+	victims *atomic.Int64
+}
+
+func brokenMaker(how breakage) HarnessMaker {
+	return func(context.Context, *testing.T) (Harness, error) {
+		return brokenHarness{m: memory.New(), how: how, victims: new(atomic.Int64)}, nil
+	}
+}
+
+func (h brokenHarness) MakeAdapter(context.Context, *core.Schema) (core.Adapter, error) {
+	return &broken{inner: h.m, how: h.how, victims: h.victims}, nil
+}
+
+func (h brokenHarness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+	return h.MakeAdapter(ctx, s)
+}
+
+func (h brokenHarness) Capabilities() Capabilities {
+	return Capabilities{NativeIncrement: true, Transactions: true, Returning: true, SeveralPools: true}
+}
+
+func (h brokenHarness) Close() {}
+
+// recorder is a testing.TB that records failures and skips instead of
+// reporting them, so that a test can assert that a case fails. FailNow and
+// SkipNow end the calling goroutine, as testing.T's do; everything else
+// (Helper, Logf, Cleanup, Name) is the real test's.
+type recorder struct {
+	testing.TB
+	mu       sync.Mutex
+	messages []string
+	failed   bool
+	skipped  bool
+}
+
+func (r *recorder) note(failed bool, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if failed {
+		r.failed = true
+	} else {
+		r.skipped = true
+	}
+	if msg != "" {
+		r.messages = append(r.messages, msg)
+	}
+}
+
+func (r *recorder) Fail()                             { r.note(true, "") }
+func (r *recorder) FailNow()                          { r.note(true, ""); runtime.Goexit() }
+func (r *recorder) Error(args ...any)                 { r.note(true, fmt.Sprint(args...)) }
+func (r *recorder) Errorf(format string, args ...any) { r.note(true, fmt.Sprintf(format, args...)) }
+func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
+func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
+func (r *recorder) SkipNow()                          { r.note(false, ""); runtime.Goexit() }
+func (r *recorder) Skip(args ...any)                  { r.note(false, fmt.Sprint(args...)); runtime.Goexit() }
+func (r *recorder) Skipf(format string, args ...any) {
+	r.note(false, fmt.Sprintf(format, args...))
+	runtime.Goexit()
+}
+
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+func (r *recorder) Skipped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+// summary is the first recorded failure, without testify's trace lines.
+func (r *recorder) summary() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.messages) == 0 {
+		return "(no message)"
+	}
+	msg := r.messages[0]
+	if i := strings.Index(msg, "Error:"); i >= 0 {
+		msg = msg[i+len("Error:"):]
+	}
+	if i := strings.Index(msg, "Test:"); i >= 0 {
+		rest := msg[i:]
+		msg = msg[:i]
+		if j := strings.Index(rest, "Messages:"); j >= 0 {
+			msg += " | " + rest[j+len("Messages:"):]
+		}
+	}
+	return strings.Join(strings.Fields(msg), " ")
+}
+
+// runRecorded runs one contract case on a fresh fixture, directly or
+// through core's transaction fallback, and returns its recorder.
+func runRecorded(t *testing.T, newHarness HarnessMaker, c contractCase, fallback bool) *recorder {
+	f := NewFixture(t, newHarness)
+	if c.needs != nil {
+		require.Empty(t, c.needs(f.Caps), "the case skips, so it proves nothing")
+	}
+	if fallback {
+		db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
+		require.NoError(t, err)
+		f.DB = db
+	}
+	rec := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c.run(rec, f)
+	}()
+	<-done
+	return rec
+}
+
+// TestContractCasesCatchBrokenAdapters is the proof that the divergence
+// cases can fail: against each broken adapter, every contract case runs
+// (the IncrementOne ones through the fallback too), and exactly the cases
+// for the rule it breaks must fail. So each case catches its breakage, and
+// catches it for the reason it names, not for a side effect.
+func TestContractCasesCatchBrokenAdapters(t *testing.T) {
+	nested := []string{"NestedTransactionRollsBackItsOwnWrites", "NestedInTxRollsBackItsOwnWrites", "Fallback/NestedInTxRollsBackItsOwnWrites"}
+	distinct := []string{"DistinctStringsStayDistinct", "Fallback/DistinctStringsStayDistinct"}
+	// core's fallback computes and checks the sum itself, so its variant passes
+	overflow := []string{"IncrementOverflowRefused"}
+	for _, b := range []struct {
+		name  string
+		how   breakage
+		fails []string
+	}{
+		{"FlatNestedTransaction", flatNesting, nested},
+		{"PadSpaceCollation", padSpace, distinct},
+		{"CaseInsensitiveCollation", caseFolding, distinct},
+		{"NormalisingCollation", normalising, distinct},
+		{"InvalidUTF8ToReplacementChar", replacingInvalid, nil},
+		{"OverflowWraps", wrappingOverflow, overflow},
+		{"OverflowTurnsColumnReal", realOverflow, overflow},
+		{"OverflowNotErrInvalid", plainOverflow, overflow},
+		{"ConflictAbortsTransaction", abortOnConflict, []string{"ConflictInsideTransactionKeepsItUsable"}},
+		{"ConflictNotErrConflict", unclassifiedConflict, []string{"UniqueConflict", "ConflictInsideTransactionKeepsItUsable"}},
+	} {
+		t.Run(b.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var failed []string
+			for _, c := range contractCases() {
+				for _, fallback := range []bool{false, true} {
+					if fallback && !c.increments {
+						continue
+					}
+					name := c.name
+					if fallback {
+						name = "Fallback/" + name
+					}
+					t.Run(name, func(t *testing.T) {
+						rec := runRecorded(t, brokenMaker(b.how), c, fallback)
+						require.False(t, rec.Skipped(), "the case skipped: %v", rec.messages)
+						if rec.Failed() {
+							mu.Lock()
+							failed = append(failed, name)
+							mu.Unlock()
+							t.Logf("caught: %s", rec.summary())
+						}
+					})
+				}
+			}
+			want := append([]string(nil), b.fails...)
+			sort.Strings(want)
+			sort.Strings(failed)
+			assert.Equal(t, want, failed, "the contract cases that fail against an adapter that breaks only this rule")
+		})
+	}
+}
+
+// TestRecorderSeesPassingCases checks the recorder itself: against the
+// memory adapter, which keeps the contract, no case records a failure, so
+// the failures above are the broken adapters' and not the recorder's.
+func TestRecorderSeesPassingCases(t *testing.T) {
+	maker := func(context.Context, *testing.T) (Harness, error) {
+		return brokenHarness{m: memory.New(), victims: new(atomic.Int64)}, nil // how == 0: nothing broken
+	}
+	for _, c := range contractCases() {
+		t.Run(c.name, func(t *testing.T) {
+			rec := runRecorded(t, maker, c, false)
+			require.False(t, rec.Failed(), "%v", rec.messages)
+			require.False(t, rec.Skipped(), "%v", rec.messages)
+		})
+	}
+}
+
+// TestDeadlockVictimsCaught is the proof for the contention race: an
+// adapter that returns a deadlock victim's error to its caller fails it,
+// every time, and the same adapter retrying its victims passes.
+func TestDeadlockVictimsCaught(t *testing.T) {
+	sc := contentionScenarios()[0]
+	t.Run("returned", func(t *testing.T) {
+		f := NewFixture(t, brokenMaker(deadlockVictims))
+		err := sc.run(f.Ctx, f)
+		require.Error(t, err, "an adapter that returns deadlock victims passed %s\ncontract: %s", sc.name, sc.contract)
+		require.ErrorIs(t, err, errDeadlock1213)
+		t.Logf("caught: %s", strings.SplitN(err.Error(), "\n", 2)[0])
+	})
+	t.Run("retried", func(t *testing.T) {
+		f := NewFixture(t, brokenMaker(retriedVictims))
+		require.NoError(t, sc.run(f.Ctx, f))
+	})
+}
