@@ -2,87 +2,74 @@ package sluicebun
 
 import (
 	"context"
-	"errors"
+	"database/sql"
 	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
 
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect"
 	"github.com/uptrace/bun/schema"
 )
 
-// Adapter is the bun adapter. It implements [core.Adapter],
-// [core.Incrementer], [core.Transactor] and [core.Unwrapper], and is safe
-// for concurrent use. On a *bun.DB calls spread over its connection pool; on
-// a bun.Tx or bun.Conn they take turns on that one connection.
-type Adapter struct {
-	db      bun.IDB
-	conn    sqlConn // the database/sql handle under db
-	gen     schema.QueryGen
-	dialect dialect.Name
-	// placeholders: bind values as $n parameters and run statements on conn
-	// (PostgreSQL, unless WithQueryHooks); otherwise bun writes values into
-	// the SQL text and statements run through db.
-	placeholders bool
-	// inTx: db is a transaction, so Transaction and the MySQL increment
-	// run on it directly instead of opening a savepoint.
-	inTx bool
-}
+// openTimeout bounds the server probes of New, which takes no context.
+const openTimeout = 30 * time.Second
 
-var (
-	_ core.Adapter     = (*Adapter)(nil)
-	_ core.Incrementer = (*Adapter)(nil)
-	_ core.Transactor  = (*Adapter)(nil)
-	_ core.Unwrapper   = (*Adapter)(nil)
-)
-
-// Option configures [New].
-type Option func(*Adapter)
-
-// WithQueryHooks runs every statement through the bun.IDB, so that bun
-// query hooks (bundebug, bunotel, ...) see them all. On PostgreSQL the
-// adapter otherwise binds values as $n parameters on the database/sql
-// handle beneath the bun.IDB (bun itself always writes values into the SQL
-// text): the statement text then stays the same from call to call, and pgx
-// prepares it once per connection instead of parsing and planning every
-// call. Statements still start from bun's query builders either way; only
-// PostgreSQL is affected (on MySQL and SQLite statements always go through
-// bun).
-func WithQueryHooks() Option { return func(a *Adapter) { a.placeholders = false } }
-
-// New returns an adapter on db: a *bun.DB, a bun.Tx (the adapter then works
-// inside that transaction) or a bun.Conn. The dialect must be PostgreSQL
-// (pgdialect), MySQL or MariaDB (mysqldialect) or SQLite (sqlitedialect).
+// New returns sluice's SQL engine running its statements through db: a
+// *bun.DB, a bun.Conn, or a bun.Tx. Every statement goes through db's
+// ExecContext and QueryContext, so bun's query hooks (bundebug, bunotel,
+// your own) see each one, BEGIN, COMMIT and ROLLBACK included.
 //
-// Tables are expected to exist (see the gen package for their DDL). On
-// MySQL, open the connection without parseTime or with loc=UTC (the
-// driver's default), so that DATETIME values read back as UTC; on SQLite,
-// use [SQLiteDSN] or its options so that concurrent writers wait for each
-// other instead of failing with SQLITE_BUSY.
-func New(db bun.IDB, opts ...Option) (*Adapter, error) {
+// On a bun.Tx the adapter joins the caller's transaction: sluice's writes
+// commit or roll back with it, the caller ends it, and a nested
+// Transaction opens a savepoint. On a *bun.DB or bun.Conn the engine begins
+// its own transactions.
+//
+// The dialect must be pgdialect, mysqldialect or sqlitedialect. New asks
+// the server for its version (within 30 seconds) and refuses a database of
+// another dialect, a MySQL connection that does not read times in UTC, and
+// a session whose string literals bun does not write byte for byte (MySQL's
+// NO_BACKSLASH_ESCAPES, PostgreSQL's standard_conforming_strings off).
+func New(db bun.IDB) (*sluicesql.Adapter, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sluicebun.New: nil bun.IDB", core.ErrInvalid)
 	}
-	name := db.Dialect().Name()
-	switch name {
-	case dialect.PG, dialect.MySQL, dialect.SQLite:
-	default:
-		return nil, fmt.Errorf("%w: sluicebun: dialect %s is not supported (want pg, mysql or sqlite)", core.ErrUnsupported, name)
+	d, ok := dialects[db.Dialect().Name()]
+	if !ok {
+		return nil, fmt.Errorf("%w: sluicebun: dialect %s is not supported (want pg, mysql or sqlite)",
+			core.ErrUnsupported, db.Dialect().Name())
 	}
-	a := &Adapter{db: db, conn: sqlConnOf(db), gen: db.NewSelect().DB().QueryGen(), dialect: name}
-	a.placeholders = name == dialect.PG && a.conn != nil
-	for _, opt := range opts {
-		opt(a)
+	// bun writes a time.Time into the SQL text itself, and
+	// mysqldialect.WithTimeLocation makes it write another zone's wall clock.
+	probe := time.Date(2001, 2, 3, 4, 5, 6, 7e6, time.UTC)
+	if got := schema.NewQueryGen(db.Dialect()).FormatQuery("?", probe); !strings.Contains(got, "2001-02-03 04:05:06.007") {
+		return nil, fmt.Errorf("%w: sluicebun: the bun dialect writes the UTC time %s as %s; sluice stores times in UTC "+
+			"(drop mysqldialect.WithTimeLocation or set it to UTC)", core.ErrUnsupported, probe.Format(time.RFC3339Nano), got)
 	}
-	switch db.(type) {
-	case bun.Tx, *bun.Tx:
-		a.inTx = true
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	x := Executor(db)
+	a, err := sluicesql.New(ctx, x, sluicesql.Options{
+		Dialect:     d,
+		Placeholder: sluicesql.Question, // bun replaces each ? with the value's literal
+		Name:        "sluicebun",
+		Unwrap:      db,
+		TxUnwrap:    txUnwrap,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := checkLiterals(ctx, x); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
 
-// Open wraps db in an adapter and the adapter in a [core.DB] configured by
-// opts (naming, schema).
+// Open wraps db in an adapter (see [New]) and the adapter in a [core.DB]
+// configured by opts (naming, schema).
 func Open(db bun.IDB, opts ...core.Option) (*core.DB, error) {
 	a, err := New(db)
 	if err != nil {
@@ -91,45 +78,130 @@ func Open(db bun.IDB, opts ...core.Option) (*core.DB, error) {
 	return core.New(a, opts...)
 }
 
-// Unwrap returns the bun.IDB the adapter was built on (inside
-// [Adapter.Transaction], the bun.Tx).
-func (a *Adapter) Unwrap() any { return a.db }
-
-// Dialect returns the name of the bun dialect in use.
-func (a *Adapter) Dialect() dialect.Name { return a.dialect }
-
-// Transaction runs fn in a transaction on the adapter's database, with an
-// adapter bound to it; an error from fn rolls back. When the adapter was
-// built on a bun.Tx, fn runs directly in that transaction: the caller who
-// began it commits or rolls it back.
-func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx core.Adapter) error) error {
-	return a.inTransaction(ctx, func(ctx context.Context, tx *Adapter) error { return fn(ctx, tx) })
-}
-
-func (a *Adapter) inTransaction(ctx context.Context, fn func(ctx context.Context, tx *Adapter) error) error {
-	if a.inTx {
-		return fn(ctx, a)
+// Executor returns the engine's executor on db, which must not be nil. A
+// bun.Tx becomes a plain [sluicesql.Executor], the caller's transaction
+// that the engine joins with savepoints and never ends; a *bun.DB or
+// bun.Conn becomes a [sluicesql.Beginner]. With it an adapter from [New]
+// can be bound to a transaction the caller began, sharing the adapter's
+// statement cache without probing the server again:
+//
+//	tx, err := bunDB.BeginTx(ctx, nil)
+//	inTx := adapter.WithExecutor(sluicebun.Executor(tx))
+func Executor(db bun.IDB) sluicesql.Executor {
+	switch db.(type) {
+	case bun.Tx, *bun.Tx:
+		return executor{db}
 	}
-	return a.db.RunInTx(ctx, nil, func(ctx context.Context, tx bun.Tx) error {
-		return fn(ctx, &Adapter{db: tx, conn: tx.Tx, gen: a.gen, dialect: a.dialect, placeholders: a.placeholders, inTx: true})
-	})
+	return beginner{executor{db}}
 }
 
-// retryDeadlocks runs fn in its own transaction and runs it again, up to
-// deadlockAttempts times, when the database picked it as a deadlock victim:
-// the transaction was rolled back, so nothing of it took effect. Inside a
-// caller's transaction a deadlock is the caller's to handle.
-func (a *Adapter) retryDeadlocks(ctx context.Context, fn func(ctx context.Context, tx *Adapter) error) error {
-	for attempt := 1; ; attempt++ {
-		err := a.inTransaction(ctx, fn)
-		if err == nil || a.inTx || attempt == deadlockAttempts || !isDeadlock(err) || ctx.Err() != nil {
-			return err
+var dialects = map[dialect.Name]sluicesql.Dialect{
+	dialect.PG:     sluicesql.Postgres,
+	dialect.MySQL:  sluicesql.MySQL,
+	dialect.SQLite: sluicesql.SQLite,
+}
+
+// txUnwrap gives back the bun.IDB behind an executor: inside a transaction
+// the engine began, the bun.Tx.
+func txUnwrap(x sluicesql.Executor) any {
+	if u, ok := x.(interface{ unwrap() bun.IDB }); ok {
+		return u.unwrap()
+	}
+	return x
+}
+
+// literalProbe holds what bun's string literals must carry through: a quote,
+// a backslash (MySQL escapes it, unless NO_BACKSLASH_ESCAPES makes the escape
+// part of the value), a question mark and a non-ASCII letter.
+const literalProbe = `it's \ ? é`
+
+// checkLiterals reads literalProbe back through bun, which writes it into
+// the statement text, and refuses a session that stores something else.
+func checkLiterals(ctx context.Context, x sluicesql.Executor) error {
+	rows, err := x.Query(ctx, "SELECT ? AS v", literalProbe)
+	if err != nil {
+		return fmt.Errorf("sluicebun: checking string literals: %w", err)
+	}
+	defer rows.Close()
+	var got any
+	if rows.Next() {
+		err = rows.Scan(&got)
+	}
+	if err == nil {
+		err = rows.Err()
+	}
+	if b, ok := got.([]byte); ok {
+		got = string(b)
+	}
+	if err != nil || got != literalProbe {
+		return fmt.Errorf("%w: sluicebun: the string %q, written into SQL by bun, came back as %q (%v): "+
+			"the session's quoting rules differ from bun's (MySQL sql_mode NO_BACKSLASH_ESCAPES? "+
+			"PostgreSQL standard_conforming_strings off?)", core.ErrUnsupported, literalProbe, got, err)
+	}
+	return nil
+}
+
+// checkArgs refuses, before any I/O, strings that bun would not write byte
+// for byte: it re-encodes invalid UTF-8 as U+FFFD (two distinct keys would
+// share one row) and drops a NUL byte on MySQL. core.DB refuses both
+// already; this holds for callers of the adapter itself too.
+func checkArgs(args []any) error {
+	for i, v := range args {
+		if s, ok := v.(string); ok && (!utf8.ValidString(s) || strings.IndexByte(s, 0) >= 0) {
+			return fmt.Errorf("%w: sluicebun: argument %d is not valid UTF-8 free of NUL bytes, "+
+				"which bun cannot write byte for byte", core.ErrInvalid, i+1)
 		}
 	}
+	return nil
 }
 
-// deadlockAttempts bounds retryDeadlocks.
-const deadlockAttempts = 5
+// executor runs statements through a bun.IDB. On its own it stands for the
+// caller's bun.Tx.
+type executor struct{ db bun.IDB }
 
-// errNoRow reports that a write that had to return a row returned none.
-var errNoRow = errors.New("sluicebun: the statement returned no row")
+func (x executor) unwrap() bun.IDB { return x.db }
+
+// Exec runs a statement that returns no rows.
+func (x executor) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if err := checkArgs(args); err != nil {
+		return nil, err
+	}
+	return x.db.ExecContext(ctx, query, args...)
+}
+
+// Query runs a statement that returns rows.
+func (x executor) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
+	if err := checkArgs(args); err != nil {
+		return nil, err
+	}
+	rows, err := x.db.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err // not a nil *sql.Rows inside a non-nil interface
+	}
+	return rows, nil
+}
+
+// beginner is an executor on a *bun.DB or a bun.Conn.
+type beginner struct{ executor }
+
+// Begin starts a transaction through bun, which reports BEGIN to its hooks.
+func (b beginner) Begin(ctx context.Context) (sluicesql.Tx, error) {
+	tx, err := b.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	return txn{executor{tx}, tx}, nil
+}
+
+// txn is a transaction the engine began.
+type txn struct {
+	executor
+	tx bun.Tx
+}
+
+// Commit commits through bun (its hooks see COMMIT). bun ties the
+// transaction to the context given to Begin, so ctx is not needed.
+func (t txn) Commit(context.Context) error { return t.tx.Commit() }
+
+// Rollback rolls back through bun (its hooks see ROLLBACK).
+func (t txn) Rollback(context.Context) error { return t.tx.Rollback() }

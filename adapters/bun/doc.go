@@ -10,60 +10,55 @@
 //	db, err := sluicebun.Open(bunDB, core.WithNaming(core.Naming{Preset: core.BetterAuth}))
 //
 // [Open] returns a [core.DB], which the rate limiter and the API-key manager
-// take. [New] returns the [Adapter] itself; its Unwrap method gives the
-// bun.IDB back. The tables must exist: the gen package writes their DDL for
-// each dialect.
+// take. [New] returns the adapter itself, a [sluicesql.Adapter]; its Unwrap
+// method gives the bun.IDB back (inside a transaction, the bun.Tx). The
+// tables must exist: the gen package writes their DDL for each dialect.
 //
-// An adapter may also be built on a bun.Tx, to run sluice's calls inside a
-// transaction the caller began, commits and rolls back: core.DB.InTx then
-// runs directly in that transaction instead of opening a new one (so an
-// error from its function does not roll anything back by itself; the
-// caller's rollback does). On a bun.Conn, calls run on that connection.
+// # A thin adapter
 //
-// # IncrementOne
+// The SQL itself (statements, the guarded IncrementOne of each dialect, the
+// MySQL locking path, savepoints, time binding, value checks, error
+// classes and retries) is sluice's one SQL engine, [sluicesql]; this package
+// only hands it bun's way of running a statement. Every statement runs
+// through the bun.IDB's ExecContext and QueryContext, and transactions
+// through its BeginTx, Commit and Rollback, so bun's query hooks (bundebug,
+// bunotel, your own) see all of them.
 //
-// [Adapter.IncrementOne] is native on every dialect: the guard is checked
-// in the same atomic write that applies the deltas (column = column + n, so
-// NULL stays NULL), and at most one row changes.
+// bun writes each argument into the statement text as a literal rather than
+// sending it to the driver. So that what is stored is exactly what sluice
+// was given:
 //
-//   - PostgreSQL: one UPDATE … WHERE pk = (SELECT pk … WHERE guard ORDER BY
-//     pk LIMIT 1 FOR UPDATE) AND guard RETURNING …; a plain UPDATE … WHERE
-//     guard RETURNING … when the guard has an equality on the primary key or
-//     a unique column.
-//   - SQLite: the same statement keyed on rowid, without FOR UPDATE.
-//   - MySQL and MariaDB, which have no UPDATE … RETURNING: one transaction
-//     of SELECT pk … FOR UPDATE, the guarded UPDATE by primary key, and a
-//     SELECT of the row. The answer comes from the locking read, so it is
-//     right whether or not the DSN sets clientFoundRows. A transaction that
-//     the server picks as a deadlock victim is run again, up to 5 times.
+//   - strings that are not valid UTF-8 or that contain NUL (which bun would
+//     rewrite as U+FFFD, or drop) are refused with [core.ErrInvalid] before
+//     any I/O; core.DB refuses them first anyway;
+//   - [New] reads a string with a quote and a backslash back through bun
+//     and refuses a session whose quoting differs from bun's (MySQL's
+//     NO_BACKSLASH_ESCAPES, PostgreSQL's standard_conforming_strings off);
+//   - [New] refuses mysqldialect.WithTimeLocation with another zone than
+//     UTC. The engine hands times to MySQL and SQLite as UTC text already,
+//     and to PostgreSQL as UTC times, which bun writes with a +00:00
+//     offset.
 //
-// # PostgreSQL: parameters and query hooks
+// # Transactions
 //
-// bun writes every value into the SQL text. On PostgreSQL that would make
-// every call a statement pgx has never seen, to be parsed and planned
-// again (with pgx's default statement cache, also prepared: an extra round
-// trip). So on PostgreSQL the adapter builds each statement with bun's query
-// builders but with $n parameters in place of the values, and runs it on the
-// database/sql handle beneath the bun.IDB; the statement text is then the
-// same from call to call and pgx prepares it once per connection. bun's query
-// hooks (bundebug, bunotel) do not see these statements; [WithQueryHooks]
-// sends them through bun instead, at that cost. MySQL and SQLite statements
-// always go through bun.
+// An adapter may be built on a bun.Tx, to run sluice's calls inside a
+// transaction the caller began: its writes commit or roll back with it,
+// sluice never ends it, and a nested core.DB.InTx (or
+// [sluicesql.Adapter.Transaction]) opens a savepoint, so an error from its
+// function undoes that function's writes and nothing else. An adapter from
+// New can also be bound later to a transaction of the caller, without
+// probing the server again:
 //
-// # Dialect notes
+//	inTx := adapter.WithExecutor(sluicebun.Executor(tx))
 //
-//   - Identifiers are always quoted (key is a reserved word on MySQL).
-//   - Times are bound in UTC. On SQLite, which has no time type, they are
-//     stored as [core.FormatTime] text, whose order is time order. On MySQL
-//     leave the driver's loc at UTC (its default); parseTime may be on or
-//     off.
-//   - A unique-key violation is [core.ErrConflict] on every dialect
-//     (PostgreSQL 23505, MySQL 1062, SQLite UNIQUE constraint). On
-//     PostgreSQL Create uses INSERT … ON CONFLICT DO NOTHING, so a conflict
-//     does not abort the surrounding transaction.
-//   - Strings containing a NUL byte are refused with [core.ErrInvalid]:
-//     PostgreSQL cannot store them and bun's MySQL dialect would silently
-//     drop the byte.
+// On a *bun.DB or a bun.Conn the engine begins its own transactions.
+//
+// # PostgreSQL statement preparation
+//
+// Because bun inlines values, each statement's text differs from call to
+// call. pgx's default query mode prepares and caches every distinct text
+// it is asked to query, an extra round trip each time; adding
+// default_query_exec_mode=exec to a pgx DSN avoids it.
 //
 // # SQLite and concurrent writers
 //

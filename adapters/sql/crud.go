@@ -218,9 +218,11 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *core.Table, where []core.Wh
 	update, uargs := b.sb.String(), b.args
 	if a.e.features.Dialect != MySQL {
 		var n int64
-		err := a.retry(ctx, func() (err error) {
-			n, err = a.exec(ctx, update, uargs)
-			return err
+		err := a.retry(ctx, func() error {
+			return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {
+				n, err = x.exec(ctx, update, uargs)
+				return err
+			})
 		})
 		return n, err
 	}

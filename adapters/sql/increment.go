@@ -53,11 +53,35 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 		b.columns(t)
 	})
 	var rec core.Record
-	err := a.retry(ctx, func() (err error) {
-		rec, err = a.queryOne(ctx, q, args)
-		return err
+	err := a.retry(ctx, func() error {
+		return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {
+			rec, err = x.queryOne(ctx, q, args)
+			return err
+		})
 	})
 	return rec, err
+}
+
+// conflictSafe runs a write that may set a unique column. On PostgreSQL a
+// unique violation aborts the whole transaction around the statement, so
+// inside a transaction such a write runs in a savepoint: a conflict is
+// then core.ErrConflict and the transaction stays usable, as it does on
+// MySQL and SQLite.
+func (a *Adapter) conflictSafe(ctx context.Context, t *core.Table, set []core.Assignment, write func(x *Adapter) error) error {
+	if !a.inTx || a.e.features.Dialect != Postgres || !setsUnique(t, set) {
+		return write(a)
+	}
+	return a.savepoint(ctx, write)
+}
+
+// setsUnique reports whether an assignment writes a unique column.
+func setsUnique(t *core.Table, set []core.Assignment) bool {
+	for _, s := range set {
+		if c, ok := t.ColumnByName(s.Column); ok && (c.Field.Unique || c.Field.Primary) {
+			return true
+		}
+	}
+	return false
 }
 
 // incrementLocked is the MySQL path: lock, update by primary key, read back.
