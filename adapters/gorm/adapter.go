@@ -2,70 +2,72 @@ package sluicegorm
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
-	"sync"
+	"time"
 
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"gorm.io/gorm"
 )
 
-// dialect is the SQL dialect behind the *gorm.DB, from its Dialector.Name().
-type dialect uint8
+// Adapter is the adapter [New] returns: sluice's SQL engine, running its
+// statements through gorm. It implements core.Adapter, core.Incrementer,
+// core.Transactor, core.Unwrapper and core.SchemaChecker.
+type Adapter = sluicesql.Adapter
 
-const (
-	postgres dialect = iota + 1
-	mysql            // MySQL and MariaDB
-	sqlite
-)
+// openTimeout bounds the server probe New runs (version, dialect, MySQL
+// time zone), so that an unreachable database fails New instead of hanging.
+const openTimeout = 30 * time.Second
 
-// Adapter is the sluice adapter over a *gorm.DB. It implements
-// core.Adapter, core.Incrementer (natively, one guarded statement on
-// PostgreSQL and SQLite, a short locking transaction on MySQL and MariaDB),
-// core.Transactor and core.Unwrapper. An Adapter is safe for concurrent use
-// when its *gorm.DB is, that is unless it wraps a transaction.
-type Adapter struct {
-	db      *gorm.DB
-	dialect dialect
-	tables  *sync.Map // *core.Table → *tableSQL, shared with transaction adapters
-}
-
-var (
-	_ core.Adapter     = (*Adapter)(nil)
-	_ core.Incrementer = (*Adapter)(nil)
-	_ core.Transactor  = (*Adapter)(nil)
-	_ core.Unwrapper   = (*Adapter)(nil)
-)
-
-// New returns an adapter on db, which may be a transaction (db.Begin()):
-// every call then runs inside it, and Transaction opens a savepoint. Any
-// conditions or model already chained on db are ignored. New fails with
-// core.ErrUnsupported for a dialect other than postgres, mysql or sqlite.
+// New returns an adapter on db. db may be a transaction of yours
+// (db.Begin(), or the tx of db.Transaction): every call then runs in it,
+// you commit or roll it back, and the adapter's Transaction opens a
+// savepoint. Conditions or a model already chained on db are ignored.
+//
+// New asks the server for its version and refuses with core.ErrUnsupported
+// a dialect other than postgres, mysql or sqlite, a server that is not what
+// the dialector says, and a MySQL connection that reads times in another
+// zone than UTC.
 func New(db *gorm.DB) (*Adapter, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sluicegorm.New: nil *gorm.DB", core.ErrInvalid)
 	}
-	if db.Dialector == nil {
+	if db.Config == nil || db.Dialector == nil || db.Statement == nil {
 		return nil, fmt.Errorf("%w: sluicegorm.New: the *gorm.DB has no Dialector (open it with gorm.Open)", core.ErrInvalid)
 	}
-	var d dialect
-	switch name := db.Dialector.Name(); name {
-	case "postgres":
-		d = postgres
-	case "mysql":
-		d = mysql
-	case "sqlite":
-		d = sqlite
-	default:
-		return nil, fmt.Errorf("%w: sluicegorm: dialect %q (supported: postgres, mysql, sqlite)", core.ErrUnsupported, name)
+	if db.Error != nil {
+		// Every statement run on db would fail with it.
+		return nil, fmt.Errorf("%w: sluicegorm.New: the *gorm.DB carries an error: %w", core.ErrInvalid, db.Error)
+	}
+	d, err := dialectOf(db.Dialector.Name())
+	if err != nil {
+		return nil, err
 	}
 	// NewDB drops whatever the caller chained (Model, Where, Table, ...)
 	// while keeping the connection pool or transaction, logger and plugins.
-	return &Adapter{db: db.Session(&gorm.Session{NewDB: true}), dialect: d, tables: new(sync.Map)}, nil
+	db = db.Session(&gorm.Session{NewDB: true})
+	var x sluicesql.Executor = pool{executor{db}}
+	if inTx(db) {
+		// The caller's transaction: the engine nests in it with savepoints
+		// and never commits or rolls it back.
+		x = executor{db}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	return sluicesql.New(ctx, x, sluicesql.Options{
+		Dialect:     d,
+		Placeholder: sluicesql.Question, // gorm binds ? as $n on PostgreSQL
+		Codes:       translatedCodes(d),
+		Name:        "sluicegorm",
+		Unwrap:      db,
+		TxUnwrap:    unwrapTx,
+	})
 }
 
-// Open wraps db in an adapter and the adapter in a core.DB, with the given
-// core options (naming, schema, ...).
+// Open wraps db in an adapter (see [New]) and the adapter in a core.DB,
+// with the given core options (naming, schema, ...).
 func Open(db *gorm.DB, opts ...core.Option) (*core.DB, error) {
 	a, err := New(db)
 	if err != nil {
@@ -74,40 +76,102 @@ func Open(db *gorm.DB, opts ...core.Option) (*core.DB, error) {
 	return core.New(a, opts...)
 }
 
-// Unwrap returns the *gorm.DB the adapter runs on: inside a Transaction, the
-// transaction's.
-func (a *Adapter) Unwrap() any { return a.db }
-
-// with returns an adapter on tx that shares a's statement cache.
-func (a *Adapter) with(tx *gorm.DB) *Adapter {
-	// NewDB: every call starts a fresh statement (see stmt.query).
-	return &Adapter{db: tx.Session(&gorm.Session{NewDB: true}), dialect: a.dialect, tables: a.tables}
+// dialectOf maps a gorm Dialector name to the engine's dialect.
+func dialectOf(name string) (sluicesql.Dialect, error) {
+	switch name {
+	case "postgres":
+		return sluicesql.Postgres, nil
+	case "mysql":
+		return sluicesql.MySQL, nil
+	case "sqlite":
+		return sluicesql.SQLite, nil
+	}
+	return 0, fmt.Errorf("%w: sluicegorm: dialect %q (supported: postgres, mysql, sqlite)", core.ErrUnsupported, name)
 }
 
-// inTx reports whether the adapter's *gorm.DB is a transaction.
-func (a *Adapter) inTx() bool {
-	c, ok := a.db.Statement.ConnPool.(gorm.TxCommitter)
+// inTx reports whether db runs on a transaction rather than a pool.
+func inTx(db *gorm.DB) bool {
+	c, ok := db.Statement.ConnPool.(gorm.TxCommitter)
 	return ok && c != nil
 }
 
-// Transaction runs fn in a transaction: a new one, or a savepoint when the
-// adapter already runs in a transaction. An error from fn, or a panic,
-// rolls it back.
-func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx core.Adapter) error) error {
-	return a.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		return fn(ctx, a.with(tx))
-	})
-}
+// executor runs the engine's statements with db.Exec and db.Raw(...).Rows(),
+// through gorm's Raw and Row callbacks: gorm's logger and plugins see every
+// statement, and gorm turns each ? into its dialect's bind variable.
+type executor struct{ db *gorm.DB }
 
-// atomically runs fn in a transaction, or directly when the adapter is
-// already in one: the caller's transaction then holds the locks, and the
-// savepoint round trips would buy nothing.
-func (a *Adapter) atomically(ctx context.Context, fn func(tx *Adapter) error) error {
-	if a.inTx() {
-		return fn(a)
+func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	r := e.db.WithContext(ctx).Exec(query, args...)
+	if r.Error != nil {
+		return nil, r.Error
 	}
-	return a.db.WithContext(ctx).Transaction(func(tx *gorm.DB) error { return fn(a.with(tx)) })
+	return result(r.RowsAffected), nil
 }
 
-// errNoRow reports a statement that had to return a row and did not.
-var errNoRow = errors.New("sluicegorm: the statement returned no row")
+func (e executor) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
+	rows, err := e.db.WithContext(ctx).Raw(query, args...).Rows()
+	if err != nil {
+		return nil, err // not a nil *sql.Rows in a non-nil interface
+	}
+	return rows, nil
+}
+
+func (e executor) gormDB() *gorm.DB { return e.db }
+
+// pool is an executor on a connection pool: the engine begins its own
+// transactions on it.
+type pool struct{ executor }
+
+func (p pool) Begin(ctx context.Context) (sluicesql.Tx, error) {
+	tx := p.db.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return nil, tx.Error
+	}
+	c, ok := tx.Statement.ConnPool.(gorm.TxCommitter)
+	if !ok || c == nil {
+		return nil, fmt.Errorf("sluicegorm: gorm's Begin returned a %T, not a transaction", tx.Statement.ConnPool)
+	}
+	return txExecutor{executor{tx.Session(&gorm.Session{NewDB: true})}, c}, nil
+}
+
+// txExecutor is a transaction the engine began. Commit and Rollback go to
+// the transaction itself rather than gorm's Commit and Rollback, which
+// would pile their errors onto the *gorm.DB that Unwrap hands out.
+type txExecutor struct {
+	executor
+	c gorm.TxCommitter
+}
+
+func (t txExecutor) Commit(context.Context) error   { return t.c.Commit() }
+func (t txExecutor) Rollback(context.Context) error { return t.c.Rollback() }
+
+// unwrapTx is what Unwrap returns inside a transaction: its *gorm.DB, so
+// that the caller's own gorm writes join it.
+func unwrapTx(x sluicesql.Executor) any {
+	if g, ok := x.(interface{ gormDB() *gorm.DB }); ok {
+		return g.gormDB()
+	}
+	return x
+}
+
+// result is what gorm's Exec reports: rows affected and no insert id,
+// which the engine does without.
+type result int64
+
+func (r result) RowsAffected() (int64, error) { return int64(r), nil }
+func (r result) LastInsertId() (int64, error) {
+	return 0, errors.New("sluicegorm: gorm's Exec does not report the last insert id")
+}
+
+// translatedCodes gives the engine the code behind gorm's
+// ErrDuplicatedKey: with gorm.Config.TranslateError, gorm replaces the
+// driver's unique-violation error with it, and the code is lost.
+func translatedCodes(d sluicesql.Dialect) sluicesql.Codes {
+	unique := map[sluicesql.Dialect]string{sluicesql.Postgres: "23505", sluicesql.MySQL: "1062", sluicesql.SQLite: "2067"}[d]
+	return func(err error) (string, bool) {
+		if errors.Is(err, gorm.ErrDuplicatedKey) {
+			return unique, true
+		}
+		return "", false
+	}
+}

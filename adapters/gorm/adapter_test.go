@@ -3,8 +3,6 @@ package sluicegorm_test
 import (
 	"context"
 	"errors"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/gen"
 	"gorm.io/gorm"
-	"gorm.io/gorm/logger"
 )
 
 func counterTable(t *testing.T, f *adaptertest.Fixture) string {
@@ -230,70 +227,4 @@ func TestSQLiteStoresTimesAsFormatTimeText(t *testing.T) {
 	if err != nil || n != 1 {
 		t.Fatalf("Count(seenAt > at-1ms) = %d, %v; want 1", n, err)
 	}
-}
-
-func TestNewRejects(t *testing.T) {
-	if _, err := sluicegorm.New(nil); !errors.Is(err, core.ErrInvalid) {
-		t.Errorf("New(nil) = %v, want ErrInvalid", err)
-	}
-	if _, err := sluicegorm.New(&gorm.DB{Config: &gorm.Config{}}); !errors.Is(err, core.ErrInvalid) {
-		t.Errorf("New without a dialector = %v, want ErrInvalid", err)
-	}
-	db := &gorm.DB{Config: &gorm.Config{Dialector: otherDialect{}}}
-	if _, err := sluicegorm.Open(db); !errors.Is(err, core.ErrUnsupported) {
-		t.Errorf("New on sqlserver = %v, want ErrUnsupported", err)
-	}
-}
-
-// otherDialect is a dialect sluicegorm does not support.
-type otherDialect struct{ gorm.Dialector }
-
-func (otherDialect) Name() string { return "sqlserver" }
-
-// Every statement goes through gorm's callbacks, so gorm's logger (and any
-// plugin) sees it, with its arguments in place.
-func TestGormLoggerSeesStatements(t *testing.T) {
-	eachBackend(t, func(t *testing.T, b backend, f *adaptertest.Fixture) {
-		rec := &sqlRecorder{}
-		g := gormOf(t, f.Adapter).Session(&gorm.Session{Logger: rec})
-		db, err := sluicegorm.Open(g, core.WithSchema(f.Schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		mustCreate(t, db, "rateLimit", map[string]any{"key": "seen-key", "count": 0, "lastRequest": 0})
-		if _, ok, err := db.IncrementOne(f.Ctx, core.IncrementRequest{Model: "rateLimit", Where: []core.Where{core.Eq("key", "seen-key")}, Increment: map[string]int64{"count": 1}}); err != nil || !ok {
-			t.Fatalf("IncrementOne = %v, %v", ok, err)
-		}
-		var insert, update bool
-		for _, q := range rec.statements() {
-			insert = insert || (strings.HasPrefix(q, "INSERT INTO") && strings.Contains(q, "seen-key"))
-			update = update || (strings.HasPrefix(q, "UPDATE") && strings.Contains(q, "seen-key"))
-		}
-		if !insert || !update {
-			t.Fatalf("the logger saw INSERT %v, UPDATE %v; statements: %q", insert, update, rec.statements())
-		}
-	})
-}
-
-// sqlRecorder is a gorm logger that keeps the SQL it is given.
-type sqlRecorder struct {
-	mu  sync.Mutex
-	sql []string
-}
-
-func (r *sqlRecorder) LogMode(logger.LogLevel) logger.Interface { return r }
-func (r *sqlRecorder) Info(context.Context, string, ...any)     {}
-func (r *sqlRecorder) Warn(context.Context, string, ...any)     {}
-func (r *sqlRecorder) Error(context.Context, string, ...any)    {}
-func (r *sqlRecorder) Trace(_ context.Context, _ time.Time, fc func() (string, int64), _ error) {
-	q, _ := fc()
-	r.mu.Lock()
-	r.sql = append(r.sql, q)
-	r.mu.Unlock()
-}
-
-func (r *sqlRecorder) statements() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.sql...)
 }

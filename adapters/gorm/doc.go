@@ -14,57 +14,32 @@
 // The tables come from your migrations; package gen writes their DDL, and
 // gorm models, for every dialect.
 //
+// # A thin adapter
+//
+// The SQL is not written here. The adapter is sluice's SQL engine (package
+// sluicesql, github.com/sluice-go/sluice/adapters/sql), the same for every
+// adapter, handed gorm's way of running a statement: db.Exec and
+// db.Raw(...).Rows(), with ? placeholders that gorm binds for its
+// dialect. So gorm's logger, callbacks and plugins see every statement,
+// with its arguments. The engine owns the rest, the same on every ORM:
+// statements per dialect (one guarded UPDATE … RETURNING for IncrementOne
+// on PostgreSQL and SQLite, a short locking transaction on MySQL and
+// MariaDB), savepoints, retries of deadlocks and serialization failures,
+// value checks, time binding, and error classes (core.ErrConflict,
+// core.ErrContention, core.ErrInvalid). gorm.Config.TranslateError is
+// fine: gorm's ErrDuplicatedKey is a conflict too.
+//
+// New probes the server once: it refuses a dialector that does not match
+// the database, and a MySQL connection that reads times in another zone
+// than UTC (keep go-sql-driver/mysql's loc at its default, UTC).
+//
 // # Transactions
 //
 // The *gorm.DB may be a transaction of yours (db.Begin(), or the tx of
-// db.Transaction): every call then runs in it, you commit or roll back,
-// and core.DB.InTx opens a savepoint. On MySQL, IncrementOne runs directly
-// in your transaction instead of opening its own, and its row lock lasts
-// until you commit.
-//
-// # IncrementOne
-//
-// The adapter implements core.Incrementer natively, with SQL built per
-// dialect (identifiers quoted by the gorm dialector: key is reserved on
-// MySQL) and run through gorm's Row and Raw callbacks, those of db.Raw and
-// db.Exec, so gorm's logger and plugins see every statement. Deltas are
-// computed by the database (c = c + ?), so NULL stays NULL. It never uses
-// gorm's Updates, which adds updated_at by itself.
-//
-// PostgreSQL, one statement; a concurrent writer of the chosen row makes
-// the locking subquery wait and re-check the guard on the new version:
-//
-//	UPDATE t SET c = c + $1 WHERE id = (SELECT id FROM t WHERE <guard> ORDER BY id LIMIT 1 FOR UPDATE) AND <guard> RETURNING ...
-//
-// When the guard has an Eq on the primary key or a unique column (the rate
-// limiter's key), the subquery is left out: UPDATE t SET ... WHERE <guard>
-// RETURNING ... already changes at most one row.
-//
-// SQLite, one statement, atomic since SQLite has one writer at a time:
-//
-//	UPDATE t SET c = c + ? WHERE id = (SELECT id FROM t WHERE <guard> ORDER BY id LIMIT 1) AND <guard> RETURNING ...
-//
-// MySQL and MariaDB have no UPDATE ... RETURNING (MariaDB 10.11 rejects
-// it) and report rows changed, not matched, unless the DSN sets
-// clientFoundRows. So one transaction runs SELECT id ... FOR UPDATE (the
-// "no match" signal), the guarded UPDATE by id, and SELECT ... WHERE id
-// to read the row back; this is correct with and without clientFoundRows.
-// UpdateMany likewise locks the matching rows first and reports how many
-// it locked and updated.
-//
-// # Conflicts
-//
-// Unique-key violations satisfy errors.Is(err, core.ErrConflict) on every
-// driver (PostgreSQL 23505, MySQL 1062, SQLite's UNIQUE constraint, gorm's
-// ErrDuplicatedKey). On PostgreSQL Create is INSERT ... ON CONFLICT DO
-// NOTHING RETURNING, so a duplicate does not abort your transaction.
-//
-// # Times
-//
-// Times are bound as UTC time.Time on PostgreSQL (timestamptz) and MySQL
-// (DATETIME(3); keep go-sql-driver/mysql's loc at its default, UTC), and on
-// SQLite, which has no time type, as the fixed-width text of
-// core.FormatTime, whose text order is time order.
+// db.Transaction): every call then runs in it, you commit or roll it back,
+// and core.DB.InTx opens a savepoint in it, so an error there undoes only
+// what ran inside. On a pool, the adapter begins its own transactions with
+// gorm's Begin.
 //
 // # SQLite
 //

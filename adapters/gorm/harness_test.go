@@ -52,25 +52,29 @@ func mysqlDSN(t testing.TB, foundRows bool) string {
 	return dsn
 }
 
-var quiet = &gorm.Config{Logger: logger.Discard}
+// quiet returns a new gorm config that logs nothing. A new one each time:
+// gorm.Open keeps the *gorm.Config it is given and writes the pool, the
+// dialector and the callbacks into it, so two Opens sharing one config
+// would share those too.
+func quiet() *gorm.Config { return &gorm.Config{Logger: logger.Discard} }
 
 // openGorm opens a new, independent connection pool and a *gorm.DB on it.
 func openGorm(d gen.Dialect, dsn string) (*gorm.DB, error) {
 	switch d {
 	case gen.SQLite:
-		return sqlitegorm.OpenDSN(dsn, quiet)
+		return sqlitegorm.OpenDSN(dsn, quiet())
 	case gen.Postgres:
 		pool, err := sql.Open("pgx", dsn)
 		if err != nil {
 			return nil, err
 		}
-		return gorm.Open(postgres.New(postgres.Config{Conn: pool}), quiet)
+		return gorm.Open(postgres.New(postgres.Config{Conn: pool}), quiet())
 	case gen.MySQL:
 		pool, err := sql.Open("mysql", dsn)
 		if err != nil {
 			return nil, err
 		}
-		return gorm.Open(mysql.New(mysql.Config{Conn: pool}), quiet)
+		return gorm.Open(mysql.New(mysql.Config{Conn: pool}), quiet())
 	}
 	return nil, errors.New("unknown dialect " + string(d))
 }

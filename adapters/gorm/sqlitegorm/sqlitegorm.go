@@ -21,6 +21,7 @@ import (
 	"database/sql"
 	"fmt"
 
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	_ "modernc.org/sqlite" // registers "sqlite"
@@ -28,24 +29,25 @@ import (
 
 // Options are the DSN parameters for concurrent writers: wait up to 10 s for
 // the write lock, write-ahead logging (readers do not block the writer),
-// foreign keys on, and BEGIN IMMEDIATE for every transaction. They match
-// adaptertest.SQLiteOptions.
-const Options = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+// foreign keys on, and BEGIN IMMEDIATE for every transaction. They are
+// sluicesql.SQLiteOptions, the same for every sluice adapter.
+const Options = sluicesql.SQLiteOptions
 
 // DSN returns the modernc.org/sqlite DSN of the database file at path with
 // [Options].
-func DSN(path string) string { return "file:" + path + Options }
+func DSN(path string) string { return sluicesql.SQLiteDSN(path) }
 
 // Open opens the database file at path (created if missing) with [Options]
-// and returns a *gorm.DB on it. cfg may be nil. Close it with
+// and returns a *gorm.DB on it. cfg is as for [OpenDSN]. Close it with
 // db.DB() and Close.
 func Open(path string, cfg *gorm.Config) (*gorm.DB, error) {
 	return OpenDSN(DSN(path), cfg)
 }
 
 // OpenDSN opens a modernc.org/sqlite DSN (driver name "sqlite") and returns a
-// *gorm.DB on it. cfg may be nil. Use [DSN] or [Options] unless you know
-// the database has a single writer.
+// *gorm.DB on it. Use [DSN] or [Options] unless you know the database has a
+// single writer. cfg may be nil; like gorm.Open, OpenDSN keeps cfg and
+// fills it in (pool, dialector, callbacks), so give each call its own.
 func OpenDSN(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
 	pool, err := sql.Open("sqlite", dsn)
 	if err != nil {
