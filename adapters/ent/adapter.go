@@ -2,54 +2,59 @@ package sluiceent
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"entgo.io/ent/dialect"
+	entsql "entgo.io/ent/dialect/sql"
 
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 )
 
-// Adapter is a [core.Adapter] on an ent driver. It also implements
-// [core.Incrementer], [core.Transactor] and [core.Unwrapper]. It is safe for
-// concurrent use when the driver is (an *entsql.Driver is; a transaction is
-// not, as with database/sql).
+// Adapter is a [core.Adapter] on an ent driver: the SQL engine of
+// [sluicesql.Adapter], whose statements run through the driver, so that a
+// dialect.DebugDriver or any other driver wrapper sees every one of them.
+// It also implements [core.Incrementer], [core.Transactor] (nested calls
+// open savepoints), [core.Unwrapper] and [core.SchemaChecker]. It is safe
+// for concurrent use when the driver is (an *entsql.Driver is; a
+// transaction is not, as with database/sql).
 type Adapter struct {
-	drv     dialect.Driver      // nil when bound to a bare dialect.Tx
-	exec    dialect.ExecQuerier // where statements run: drv or the transaction
-	tx      dialect.Tx          // non-nil inside a transaction
-	dialect string              // dialect.Postgres, dialect.MySQL or dialect.SQLite
-	stmts   *stmtCache          // shared by every adapter derived from the same New
+	*sluicesql.Adapter
+	dialect string // dialect.Postgres, dialect.MySQL or dialect.SQLite
 }
 
 var (
-	_ core.Adapter     = (*Adapter)(nil)
-	_ core.Incrementer = (*Adapter)(nil)
-	_ core.Transactor  = (*Adapter)(nil)
-	_ core.Unwrapper   = (*Adapter)(nil)
+	_ core.Adapter       = (*Adapter)(nil)
+	_ core.Incrementer   = (*Adapter)(nil)
+	_ core.Transactor    = (*Adapter)(nil)
+	_ core.Unwrapper     = (*Adapter)(nil)
+	_ core.SchemaChecker = (*Adapter)(nil)
 )
+
+// openTimeout bounds the server probe of New and NewTx, which take no
+// context of their own.
+const openTimeout = 30 * time.Second
 
 // New returns an adapter on drv: the *entsql.Driver given to the generated
 // client (ent.NewClient(ent.Driver(drv))), a dialect.DebugDriver around it,
-// or any driver whose Dialect is "postgres", "mysql" or "sqlite3".
+// or any driver whose Dialect is "postgres", "mysql" or "sqlite3". It asks
+// the server for its version and refuses one of another dialect, and a
+// MySQL session that does not read and write times in UTC.
 //
 // A driver that is also a dialect.Tx (the driver of a generated ent.Tx is)
-// counts as a transaction: [Adapter.Transaction] then runs its function on it
-// directly instead of nesting.
+// is the caller's transaction: sluice's writes commit or roll back with it,
+// and [Adapter.Transaction] opens a savepoint in it instead of a
+// transaction of its own.
 func New(drv dialect.Driver) (*Adapter, error) {
 	if drv == nil {
 		return nil, fmt.Errorf("%w: sluiceent.New: nil driver", core.ErrInvalid)
 	}
-	name, err := dialectNameOf(drv.Dialect())
-	if err != nil {
-		return nil, err
-	}
-	a := &Adapter{drv: drv, exec: drv, dialect: name, stmts: new(stmtCache)}
 	if tx, ok := drv.(dialect.Tx); ok {
-		a.tx = tx
+		return open(conn{tx}, drv.Dialect(), drv)
 	}
-	return a, nil
+	return open(pool{conn{drv}, drv}, drv.Dialect(), drv)
 }
 
 // NewTx returns an adapter bound to a transaction the caller started with
@@ -60,18 +65,35 @@ func NewTx(tx dialect.Tx, dialectName string) (*Adapter, error) {
 	if tx == nil {
 		return nil, fmt.Errorf("%w: sluiceent.NewTx: nil transaction", core.ErrInvalid)
 	}
-	name, err := dialectNameOf(dialectName)
+	return open(conn{tx}, dialectName, tx)
+}
+
+// open starts the engine on exec, a pool or the caller's transaction, and
+// probes the server through it.
+func open(exec sluicesql.Executor, dialectName string, unwrap any) (*Adapter, error) {
+	name, d, err := dialectOf(dialectName)
 	if err != nil {
 		return nil, err
 	}
-	return &Adapter{exec: tx, tx: tx, dialect: name, stmts: new(stmtCache)}, nil
+	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
+	defer cancel()
+	a, err := sluicesql.New(ctx, exec, sluicesql.Options{
+		Dialect:  d,
+		Name:     "sluiceent",
+		Unwrap:   unwrap,
+		TxUnwrap: txUnwrap,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Adapter{Adapter: a, dialect: name}, nil
 }
 
 // WithTx returns a copy of a bound to tx, a transaction the caller started
 // on the same database (for example with drv.Tx(ctx)). The caller commits or
-// rolls it back.
+// rolls it back; the copy shares a's statement cache.
 func (a *Adapter) WithTx(tx dialect.Tx) *Adapter {
-	return &Adapter{drv: a.drv, exec: tx, tx: tx, dialect: a.dialect, stmts: a.stmts}
+	return &Adapter{Adapter: a.WithExecutor(conn{tx}), dialect: a.dialect}
 }
 
 // Open wraps drv in a [core.DB], the portable handle: it is New followed by
@@ -84,69 +106,86 @@ func Open(drv dialect.Driver, opts ...core.Option) (*core.DB, error) {
 	return core.New(a, opts...)
 }
 
-// Dialect returns "postgres", "mysql" or "sqlite3".
+// Dialect returns ent's name of the adapter's dialect: "postgres", "mysql"
+// or "sqlite3".
 func (a *Adapter) Dialect() string { return a.dialect }
 
-// Unwrap returns the ent object the adapter runs on: the dialect.Driver it
-// was made with, or the dialect.Tx it is bound to.
-func (a *Adapter) Unwrap() any {
-	if a.tx != nil {
-		return a.tx
-	}
-	return a.drv
-}
-
-// Transaction runs fn in a transaction begun with the driver's Tx. Inside a
-// transaction already, fn runs on it directly.
-func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx core.Adapter) error) error {
-	if a.tx != nil {
-		return fn(ctx, a)
-	}
-	return a.inTx(ctx, func(ctx context.Context, tx *Adapter) error { return fn(ctx, tx) })
-}
-
-// inTx runs fn in a new transaction, or directly when a is bound to one
-// already. A panic in fn rolls back and propagates.
-func (a *Adapter) inTx(ctx context.Context, fn func(ctx context.Context, tx *Adapter) error) (err error) {
-	if a.tx != nil {
-		return fn(ctx, a)
-	}
-	tx, err := a.drv.Tx(ctx)
-	if err != nil {
-		return a.mapErr(err) // SQLite's BEGIN IMMEDIATE can time out busy
-	}
-	done := false
-	defer func() {
-		if !done {
-			_ = tx.Rollback()
-		}
-	}()
-	if err := fn(ctx, a.WithTx(tx)); err != nil {
-		done = true
-		if rerr := tx.Rollback(); rerr != nil {
-			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
-		}
-		return err
-	}
-	done = true
-	return a.mapErr(tx.Commit())
-}
-
-func dialectName(name string) (string, error) {
-	// Instrumented drivers report names such as "postgres+otel"; ent's own
-	// Driver.Dialect strips such suffixes the same way.
-	for _, d := range []string{dialect.Postgres, dialect.MySQL, dialect.SQLite} {
-		if strings.HasPrefix(name, d) {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("%w: sluiceent: dialect %q is not supported (want %q, %q or %q)",
-		core.ErrUnsupported, name, dialect.Postgres, dialect.MySQL, dialect.SQLite)
-}
-
-func dialectNameOf(name string) (string, error) {
+// dialectOf maps an ent dialect name to ent's own and the engine's.
+func dialectOf(name string) (string, sluicesql.Dialect, error) {
 	if name == "sqlite" { // the modernc driver name, a common slip for ent's "sqlite3"
 		name = dialect.SQLite
 	}
-	return dialectName(name)
+	// Instrumented drivers report names such as "postgres+otel"; ent's own
+	// Driver.Dialect strips such suffixes the same way.
+	for _, d := range []struct {
+		ent    string
+		engine sluicesql.Dialect
+	}{{dialect.Postgres, sluicesql.Postgres}, {dialect.MySQL, sluicesql.MySQL}, {dialect.SQLite, sluicesql.SQLite}} {
+		if strings.HasPrefix(name, d.ent) {
+			return d.ent, d.engine, nil
+		}
+	}
+	return "", 0, fmt.Errorf("%w: sluiceent: dialect %q is not supported (want %q, %q or %q)",
+		core.ErrUnsupported, name, dialect.Postgres, dialect.MySQL, dialect.SQLite)
 }
+
+// txUnwrap gives back the ent transaction behind a transaction's executor.
+func txUnwrap(x sluicesql.Executor) any {
+	switch x := x.(type) {
+	case conn:
+		return x.q
+	case txn:
+		return x.tx
+	}
+	return x
+}
+
+// conn runs statements through ent's Exec and Query. On its own it is the
+// caller's transaction, which the engine joins and never ends.
+type conn struct{ q dialect.ExecQuerier }
+
+// Exec runs a statement that returns no rows.
+func (c conn) Exec(ctx context.Context, query string, args ...any) (entsql.Result, error) {
+	var res entsql.Result
+	if err := c.q.Exec(ctx, query, args, &res); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// Query runs a statement that returns rows.
+func (c conn) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
+	rows := new(entsql.Rows)
+	if err := c.q.Query(ctx, query, args, rows); err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// pool is the driver itself: the engine begins its transactions on it.
+type pool struct {
+	conn
+	drv dialect.Driver
+}
+
+// Begin starts a transaction with the driver's Tx, so that the driver's
+// wrappers see it begin and end.
+func (p pool) Begin(ctx context.Context) (sluicesql.Tx, error) {
+	tx, err := p.drv.Tx(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return txn{conn{tx}, tx}, nil
+}
+
+// txn is a transaction the engine began, and ends.
+type txn struct {
+	conn
+	tx dialect.Tx
+}
+
+// Commit commits the transaction.
+func (t txn) Commit(context.Context) error { return t.tx.Commit() }
+
+// Rollback rolls the transaction back.
+func (t txn) Rollback(context.Context) error { return t.tx.Rollback() }

@@ -38,15 +38,73 @@ func TestNew(t *testing.T) {
 	if _, err := sluiceent.NewTx(nil, dialect.Postgres); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("NewTx(nil) = %v, want ErrInvalid", err)
 	}
-	for name, want := range map[string]string{"sqlite": dialect.SQLite, "sqlite3": dialect.SQLite, "postgres": dialect.Postgres, "mysql": dialect.MySQL} {
-		a, err := sluiceent.NewTx(dialect.NopTx(entsql.OpenDB(want, nil)), name)
-		if err != nil || a.Dialect() != want {
-			t.Errorf("NewTx(_, %q) = %v, %v; want dialect %q", name, a, err, want)
-		}
-	}
 }
 
-// TestUnwrap checks the escape hatch: the driver, or the transaction.
+// renamed is a driver that reports another dialect name, as instrumented
+// drivers ("postgres+otel") and mistaken ones do.
+type renamed struct {
+	dialect.Driver
+	name string
+}
+
+func (r renamed) Dialect() string { return r.name }
+
+// TestDialectNames checks, on every server, which dialect names New and
+// NewTx accept: ent's, instrumented ones, "sqlite" for "sqlite3"; and that
+// a name of another dialect than the server's is refused at open.
+func TestDialectNames(t *testing.T) {
+	forEach(t, allBackends(), func(t *testing.T, e *env) {
+		names := []string{e.b.dialect, e.b.dialect + "+otel"}
+		if e.b.dialect == dialect.SQLite {
+			names = append(names, "sqlite")
+		}
+		for _, name := range names {
+			a, err := sluiceent.New(renamed{e.drv, name})
+			if err != nil || a.Dialect() != e.b.dialect {
+				t.Errorf("New(driver named %q) = %v; want dialect %q", name, err, e.b.dialect)
+			}
+			tx, err := e.drv.Tx(e.ctx)
+			mustNoErr(t, err)
+			a, err = sluiceent.NewTx(tx, name)
+			if err != nil || a.Dialect() != e.b.dialect {
+				t.Errorf("NewTx(_, %q) = %v; want dialect %q", name, err, e.b.dialect)
+			}
+			mustNoErr(t, tx.Rollback())
+		}
+		for _, other := range []string{dialect.Postgres, dialect.MySQL, dialect.SQLite} {
+			if other == e.b.dialect {
+				continue
+			}
+			if _, err := sluiceent.New(renamed{e.drv, other}); err == nil {
+				t.Errorf("New(a %s server named %q) succeeded, want the mismatch refused", e.b.name, other)
+			}
+		}
+	})
+}
+
+// txDriver is what a generated ent.Tx hands its builders (ent's
+// entc/gen template "txDriver"): a dialect.Driver that is also a
+// dialect.Tx, whose Tx returns itself and whose Commit and Rollback do
+// nothing, since ent.Tx's own Commit and Rollback end the transaction.
+type txDriver struct {
+	drv dialect.Driver
+	tx  dialect.Tx
+}
+
+func (d *txDriver) Exec(ctx context.Context, q string, args, v any) error {
+	return d.tx.Exec(ctx, q, args, v)
+}
+func (d *txDriver) Query(ctx context.Context, q string, args, v any) error {
+	return d.tx.Query(ctx, q, args, v)
+}
+func (d *txDriver) Tx(context.Context) (dialect.Tx, error) { return d, nil }
+func (d *txDriver) Dialect() string                        { return d.drv.Dialect() }
+func (*txDriver) Close() error                             { return nil }
+func (*txDriver) Commit() error                            { return nil }
+func (*txDriver) Rollback() error                          { return nil }
+
+// TestUnwrap checks the escape hatch: the driver at the top level, the
+// transaction inside one (the engine's or the caller's).
 func TestUnwrap(t *testing.T) {
 	e := newEnv(t, sqliteBackend())
 	a, err := sluiceent.New(e.drv)
@@ -60,16 +118,124 @@ func TestUnwrap(t *testing.T) {
 	if d.Unwrap() != debug || d.Dialect() != dialect.SQLite {
 		t.Errorf("New(debug driver): Unwrap() = %T, Dialect() = %q", d.Unwrap(), d.Dialect())
 	}
+	err = d.Transaction(e.ctx, func(ctx context.Context, tx core.Adapter) error {
+		if got, ok := tx.(core.Unwrapper).Unwrap().(*dialect.DebugTx); !ok {
+			t.Errorf("Unwrap() in Transaction = %T, want the driver's transaction (*dialect.DebugTx)", got)
+		}
+		return nil
+	})
+	mustNoErr(t, err)
+
 	tx, err := e.drv.Tx(e.ctx)
 	mustNoErr(t, err)
 	defer tx.Rollback()
 	if got := a.WithTx(tx).Unwrap(); got != tx {
 		t.Errorf("WithTx(tx).Unwrap() = %T, want the transaction", got)
 	}
-	var u core.Unwrapper = a
-	if _, ok := u.Unwrap().(dialect.Driver); !ok {
-		t.Errorf("Unwrap() is not a dialect.Driver")
+	err = a.WithTx(tx).Transaction(e.ctx, func(ctx context.Context, inner core.Adapter) error {
+		if got := inner.(core.Unwrapper).Unwrap(); got != tx {
+			t.Errorf("Unwrap() in a savepoint of WithTx(tx) = %T, want the transaction", got)
+		}
+		return nil
+	})
+	mustNoErr(t, err)
+	txa, err := sluiceent.NewTx(tx, dialect.SQLite)
+	mustNoErr(t, err)
+	if got := txa.Unwrap(); got != tx {
+		t.Errorf("NewTx(tx).Unwrap() = %T, want the transaction", got)
 	}
+	entTx := &txDriver{drv: e.drv, tx: tx}
+	g, err := sluiceent.New(entTx)
+	mustNoErr(t, err)
+	if got := g.Unwrap(); got != entTx {
+		t.Errorf("New(ent.Tx's driver).Unwrap() = %T, want that driver", got)
+	}
+}
+
+// TestDriverSeesStatements checks that every statement sluice runs goes
+// through the ent driver, so that ent's DebugDriver (and any other driver
+// wrapper: tracing, metrics) sees it, transactions included.
+func TestDriverSeesStatements(t *testing.T) {
+	forEach(t, allBackends(), func(t *testing.T, e *env) {
+		var mu sync.Mutex
+		var log []string
+		debug := dialect.Debug(e.drv, func(v ...any) {
+			mu.Lock()
+			log = append(log, fmt.Sprint(v...))
+			mu.Unlock()
+		})
+		db, err := sluiceent.Open(debug, core.WithSchema(e.schema))
+		mustNoErr(t, err)
+		table := e.table(t, counter).Name
+		run := func(op func() error) []string {
+			t.Helper()
+			mu.Lock()
+			log = nil
+			mu.Unlock()
+			mustNoErr(t, op())
+			mu.Lock()
+			defer mu.Unlock()
+			return log
+		}
+		mentions := func(lines []string, words ...string) bool {
+			for _, l := range lines {
+				ok := true
+				for _, w := range words {
+					ok = ok && strings.Contains(l, w)
+				}
+				if ok {
+					return true
+				}
+			}
+			return false
+		}
+		var id int64
+		got := run(func() error {
+			row, err := db.Create(e.ctx, counter, map[string]any{"name": "s"})
+			id = row.Int("id")
+			return err
+		})
+		if !mentions(got, "INSERT", table) {
+			t.Errorf("Create: the driver saw no INSERT into %s:\n%s", table, strings.Join(got, "\n"))
+		}
+		got = run(func() error {
+			_, ok, err := db.IncrementOne(e.ctx, core.IncrementRequest{Model: counter,
+				Where: []core.Where{core.Eq("id", id)}, Increment: map[string]int64{"hits": 1}})
+			if err == nil && !ok {
+				err = errors.New("IncrementOne did not match")
+			}
+			return err
+		})
+		if !mentions(got, "UPDATE", table) {
+			t.Errorf("IncrementOne: the driver saw no UPDATE of %s:\n%s", table, strings.Join(got, "\n"))
+		}
+		got = run(func() error {
+			_, _, err := db.FindOne(e.ctx, counter, core.Eq("id", id))
+			return err
+		})
+		if !mentions(got, "SELECT", table) {
+			t.Errorf("FindOne: the driver saw no SELECT from %s:\n%s", table, strings.Join(got, "\n"))
+		}
+		got = run(func() error {
+			return db.InTx(e.ctx, func(ctx context.Context, tx *core.DB) error {
+				_, err := tx.Create(ctx, counter, map[string]any{"name": "in-tx"})
+				return err
+			})
+		})
+		if !mentions(got, "started") || !mentions(got, "Tx(", "INSERT", table) || !mentions(got, "committed") {
+			t.Errorf("InTx: the driver did not see begin, INSERT in the transaction, commit:\n%s", strings.Join(got, "\n"))
+		}
+		got = run(func() error {
+			err := db.InTx(e.ctx, func(ctx context.Context, tx *core.DB) error { return errTest })
+			if errors.Is(err, errTest) {
+				return nil
+			}
+			return fmt.Errorf("InTx = %v, want the function's error", err)
+		})
+		if !mentions(got, "Tx(", "rollback") { // ent logs "Tx(id): rollbacked"
+			t.Errorf("InTx failing: the driver did not see the rollback:\n%s", strings.Join(got, "\n"))
+		}
+	})
 }
 
 // TestNullDeltaAndGuards checks NULL + delta = NULL (ent's Add would give
@@ -129,48 +295,97 @@ func TestClientFoundRows(t *testing.T) {
 	})
 }
 
+// userTx is one way to run sluice in a transaction the caller began on the
+// ent driver; each returns the core.DB bound to it and the transaction.
+type userTx struct {
+	name string
+	bind func(t *testing.T, e *env, a *sluiceent.Adapter, tx dialect.Tx) *core.DB
+}
+
+var userTxs = []userTx{
+	{"WithTx", func(t *testing.T, e *env, a *sluiceent.Adapter, tx dialect.Tx) *core.DB {
+		db, err := core.New(a.WithTx(tx), core.WithSchema(e.schema))
+		mustNoErr(t, err)
+		return db
+	}},
+	{"NewTx", func(t *testing.T, e *env, _ *sluiceent.Adapter, tx dialect.Tx) *core.DB {
+		a, err := sluiceent.NewTx(tx, e.b.dialect)
+		mustNoErr(t, err)
+		db, err := core.New(a, core.WithSchema(e.schema))
+		mustNoErr(t, err)
+		return db
+	}},
+	{"ent.Tx driver", func(t *testing.T, e *env, _ *sluiceent.Adapter, tx dialect.Tx) *core.DB {
+		db, err := sluiceent.Open(&txDriver{drv: e.drv, tx: tx}, core.WithSchema(e.schema))
+		mustNoErr(t, err)
+		return db
+	}},
+}
+
 // TestUserTransaction runs sluice inside a transaction the caller began on
-// the ent driver: its writes commit or roll back with the caller's, and
-// InTx inside it does not nest.
+// the ent driver: its writes commit or roll back with the caller's, and an
+// InTx inside it is a savepoint: its error undoes its own writes only,
+// and the caller's transaction goes on.
 func TestUserTransaction(t *testing.T) {
 	forEach(t, allBackends(), func(t *testing.T, e *env) {
 		a, err := sluiceent.New(e.drv)
 		mustNoErr(t, err)
-		row := newCounter(t, e, e.db, map[string]any{"name": "tx", "hits": 0})
-		where := []core.Where{core.Eq("id", row.Int("id"))}
-
-		for _, commit := range []bool{false, true} {
-			tx, err := e.drv.Tx(e.ctx)
-			mustNoErr(t, err)
-			txdb, err := core.New(a.WithTx(tx), core.WithSchema(e.schema))
-			mustNoErr(t, err)
-			_, ok, err := txdb.IncrementOne(e.ctx, core.IncrementRequest{Model: counter, Where: where, Increment: map[string]int64{"hits": 1}})
-			if err != nil || !ok {
-				t.Fatalf("IncrementOne in the caller's transaction: %v, %v", ok, err)
-			}
-			err = txdb.InTx(e.ctx, func(ctx context.Context, inner *core.DB) error {
-				_, err := inner.Create(ctx, counter, map[string]any{"name": "inner"})
-				return err
+		for _, u := range userTxs {
+			t.Run(u.name, func(t *testing.T) {
+				row := newCounter(t, e, e.db, map[string]any{"name": "tx " + u.name, "hits": 0})
+				where := []core.Where{core.Eq("id", row.Int("id"))}
+				inner := "inner " + u.name
+				for _, commit := range []bool{false, true} {
+					tx, err := e.drv.Tx(e.ctx)
+					mustNoErr(t, err)
+					txdb := u.bind(t, e, a, tx)
+					_, ok, err := txdb.IncrementOne(e.ctx, core.IncrementRequest{Model: counter, Where: where, Increment: map[string]int64{"hits": 1}})
+					if err != nil || !ok {
+						t.Fatalf("IncrementOne in the caller's transaction: %v, %v", ok, err)
+					}
+					err = txdb.InTx(e.ctx, func(ctx context.Context, in *core.DB) error {
+						_, err := in.Create(ctx, counter, map[string]any{"name": inner})
+						return err
+					})
+					mustNoErr(t, err)
+					err = txdb.InTx(e.ctx, func(ctx context.Context, in *core.DB) error {
+						if _, err := in.Create(ctx, counter, map[string]any{"name": inner}); err != nil {
+							return err
+						}
+						if _, _, err := in.IncrementOne(ctx, core.IncrementRequest{Model: counter, Where: where, Increment: map[string]int64{"hits": 100}}); err != nil {
+							return err
+						}
+						return errTest
+					})
+					if !errors.Is(err, errTest) {
+						t.Fatalf("a failing InTx in the caller's transaction = %v, want its error", err)
+					}
+					n, err := txdb.Count(e.ctx, counter, core.Eq("name", inner))
+					mustNoErr(t, err)
+					got, _, err := txdb.FindOne(e.ctx, counter, where...)
+					mustNoErr(t, err)
+					if n != 1 || got.Int("hits") != row.Int("hits")+1 {
+						t.Fatalf("after the failed savepoint, in the transaction: %d inner rows and hits %d; want 1 and %d",
+							n, got.Int("hits"), row.Int("hits")+1)
+					}
+					if commit {
+						mustNoErr(t, tx.Commit())
+					} else {
+						mustNoErr(t, tx.Rollback())
+					}
+				}
+				got, _, err := e.db.FindOne(e.ctx, counter, where...)
+				mustNoErr(t, err)
+				n, err := e.db.Count(e.ctx, counter, core.Eq("name", inner))
+				mustNoErr(t, err)
+				if got.Int("hits") != 1 || n != 1 {
+					t.Errorf("after a rollback and a commit: hits %d, inner rows %d; want 1 and 1", got.Int("hits"), n)
+				}
 			})
-			mustNoErr(t, err)
-			if n, _ := txdb.Count(e.ctx, counter, core.Eq("name", "inner")); n != 1 {
-				t.Fatalf("inside the transaction: %d inner rows, want 1", n)
-			}
-			if commit {
-				mustNoErr(t, tx.Commit())
-			} else {
-				mustNoErr(t, tx.Rollback())
-			}
-		}
-		got, _, err := e.db.FindOne(e.ctx, counter, where...)
-		mustNoErr(t, err)
-		inner, err := e.db.Count(e.ctx, counter, core.Eq("name", "inner"))
-		mustNoErr(t, err)
-		if got.Int("hits") != 1 || inner != 1 {
-			t.Errorf("after a rollback and a commit: hits %d, inner rows %d; want 1 and 1", got.Int("hits"), inner)
 		}
 
-		// The adapter's own transactions: an error rolls back.
+		// The adapter's own transactions: an error rolls back, and a nested
+		// InTx is a savepoint.
 		err = e.db.InTx(e.ctx, func(ctx context.Context, tx *core.DB) error {
 			if _, err := tx.Create(ctx, counter, map[string]any{"name": "gone"}); err != nil {
 				return err
@@ -182,6 +397,27 @@ func TestUserTransaction(t *testing.T) {
 		}
 		if n, _ := e.db.Count(e.ctx, counter, core.Eq("name", "gone")); n != 0 {
 			t.Errorf("InTx rolled back, yet %d rows remain", n)
+		}
+		err = e.db.InTx(e.ctx, func(ctx context.Context, tx *core.DB) error {
+			if _, err := tx.Create(ctx, counter, map[string]any{"name": "outer"}); err != nil {
+				return err
+			}
+			err := tx.InTx(ctx, func(ctx context.Context, in *core.DB) error {
+				if _, err := in.Create(ctx, counter, map[string]any{"name": "nested"}); err != nil {
+					return err
+				}
+				return errTest
+			})
+			if !errors.Is(err, errTest) {
+				return fmt.Errorf("nested InTx = %v, want its error", err)
+			}
+			return nil
+		})
+		mustNoErr(t, err)
+		outer, _ := e.db.Count(e.ctx, counter, core.Eq("name", "outer"))
+		nested, _ := e.db.Count(e.ctx, counter, core.Eq("name", "nested"))
+		if outer != 1 || nested != 0 {
+			t.Errorf("after a failed nested InTx: %d outer and %d nested rows, want 1 and 0", outer, nested)
 		}
 	})
 }
@@ -246,57 +482,6 @@ func TestTimes(t *testing.T) {
 			rows.Close()
 			if raw != "2024-01-02T12:04:05.678Z" {
 				t.Errorf("SQLite stored %q, want core.FormatTime text", raw)
-			}
-		}
-	})
-}
-
-// TestStatements checks, through ent's DebugDriver, which statement each
-// dialect runs: the single-row subquery only when the guard needs it, and
-// a lock only where the dialect has one.
-func TestStatements(t *testing.T) {
-	forEach(t, allBackends(), func(t *testing.T, e *env) {
-		var mu sync.Mutex
-		var log []string
-		debug := dialect.Debug(e.drv, func(v ...any) {
-			mu.Lock()
-			log = append(log, fmt.Sprint(v...))
-			mu.Unlock()
-		})
-		db, err := sluiceent.Open(debug, core.WithSchema(e.schema))
-		mustNoErr(t, err)
-		row := newCounter(t, e, db, map[string]any{"name": "s"})
-		run := func(where ...core.Where) string {
-			mu.Lock()
-			log = nil
-			mu.Unlock()
-			_, ok, err := db.IncrementOne(e.ctx, core.IncrementRequest{Model: counter, Where: where, Increment: map[string]int64{"hits": 1}})
-			mustNoErr(t, err)
-			if !ok {
-				t.Fatalf("IncrementOne(%v) did not match", where)
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			return strings.Join(log, "\n")
-		}
-		byID := run(core.Eq("id", row.Int("id")))
-		byName := run(core.Eq("name", "s"))
-		switch e.b.dialect {
-		case dialect.MySQL:
-			for _, q := range []string{byID, byName} {
-				if !strings.Contains(q, "FOR UPDATE") || strings.Contains(q, "RETURNING") || !strings.Contains(q, "committed") {
-					t.Errorf("MySQL IncrementOne should lock, update and read back in a transaction, ran:\n%s", q)
-				}
-			}
-		default:
-			if strings.Contains(byID, "SELECT") || !strings.Contains(byID, "RETURNING") {
-				t.Errorf("a guard on the primary key needs no subquery, ran:\n%s", byID)
-			}
-			if !strings.Contains(byName, "(SELECT") || strings.Contains(byName, "COALESCE") {
-				t.Errorf("a guard on a non-unique column needs the single-row subquery and no COALESCE, ran:\n%s", byName)
-			}
-			if lock := strings.Contains(byName, "FOR UPDATE"); lock != (e.b.dialect == dialect.Postgres) {
-				t.Errorf("FOR UPDATE in the subquery: %v on %s, ran:\n%s", lock, e.b.name, byName)
 			}
 		}
 	})

@@ -9,23 +9,27 @@
 //	client := ent.NewClient(ent.Driver(drv))        // your generated client, if any
 //	sdb, err := sluiceent.Open(drv, core.WithNaming(core.Naming{Preset: core.BetterAuth}))
 //
-// IncrementOne is native on every dialect (see [Adapter.IncrementOne]):
-// one guarded UPDATE … RETURNING on PostgreSQL and SQLite, a short locking
-// transaction on MySQL and MariaDB, which have no UPDATE … RETURNING.
+// The adapter is thin: sluice's SQL engine ([sluicesql.Adapter], shared by
+// every SQL adapter) builds the statements, picks the native IncrementOne
+// of each dialect, classifies errors, retries contention and binds times;
+// this package only hands it ent's way of running a statement (the
+// driver's Exec and Query, which pass the statement to database/sql as it
+// is, in the database's own placeholders) and of beginning a transaction
+// (the driver's Tx).
+// So a dialect.DebugDriver, or any tracing or metrics wrapper around the
+// driver, sees every statement sluice runs, its transactions included.
 //
 // To run sluice inside a transaction of your own, start it on the driver
 // (tx, err := drv.Tx(ctx)) and bind an adapter to it with [Adapter.WithTx]
-// or [NewTx]; its Transaction then runs on that transaction instead of
-// nesting. [Adapter.Unwrap] returns the driver or transaction.
+// or [NewTx], or pass [New] the driver of a generated ent.Tx (one that is a
+// dialect.Tx): sluice's writes then commit or roll back with yours, and
+// [Adapter.Transaction] opens a savepoint, so an error inside it undoes its
+// own writes and nothing else. [Adapter.Unwrap] returns the driver or the
+// transaction.
 //
 // The adapter imports no database driver. For SQLite use modernc.org/sqlite
 // with the DSN options in [SQLiteOptions] (see [SQLiteDSN]), which concurrent
-// writers need. Times are stored as UTC timestamps on PostgreSQL and MySQL
-// (keep go-sql-driver's default loc=UTC; parseTime may be on or off) and as
-// core.FormatTime text on SQLite; unique-key violations of every driver
-// satisfy errors.Is(err, core.ErrConflict).
-//
-// Performance: IncrementOne's statement text is cached per request shape,
-// so a steady stream of rate-limit checks costs the driver call and little
-// else; BenchmarkIncrementOne compares it with hand-written database/sql.
+// writers need. Keep go-sql-driver's default loc=UTC on MySQL: New refuses
+// a session that does not read and write times in UTC. Unique-key
+// violations of every driver satisfy errors.Is(err, core.ErrConflict).
 package sluiceent

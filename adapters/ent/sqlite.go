@@ -1,13 +1,12 @@
 package sluiceent
 
+import sluicesql "github.com/sluice-go/sluice/adapters/sql"
+
 // SQLiteOptions are the DSN parameters, for modernc.org/sqlite, that let
-// several goroutines and processes write one SQLite database: a busy
-// timeout (otherwise a second writer fails at once with SQLITE_BUSY), WAL
-// journaling (readers do not block the writer), foreign keys (which ent's
-// migrations require), and _txlock=immediate, so that a transaction takes
-// the write lock at BEGIN: a deferred transaction that reads and then writes
-// fails its lock upgrade with SQLITE_BUSY without waiting for the timeout.
-const SQLiteOptions = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+// several goroutines and processes write one SQLite database; see
+// [sluicesql.SQLiteOptions]. ent's migrations also need the foreign_keys
+// pragma they set.
+const SQLiteOptions = sluicesql.SQLiteOptions
 
 // SQLiteDSN returns the modernc.org/sqlite DSN of the database file at path
 // with [SQLiteOptions]. Open it with database/sql and hand it to ent:
@@ -16,4 +15,4 @@ const SQLiteOptions = "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_p
 //	drv := entsql.OpenDB(dialect.SQLite, db)
 //
 // path must not contain '?' or '#'.
-func SQLiteDSN(path string) string { return "file:" + path + SQLiteOptions }
+func SQLiteDSN(path string) string { return sluicesql.SQLiteDSN(path) }
