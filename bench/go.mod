@@ -8,10 +8,12 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
+	github.com/sethvargo/go-limiter v0.7.1
 	github.com/sluice-go/sluice/adapters/bun v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/ent v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/gorm v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/redis v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
 	github.com/uptrace/bun v1.3.0
@@ -58,6 +60,7 @@ replace (
 	github.com/sluice-go/sluice/adapters/ent => ../adapters/ent
 	github.com/sluice-go/sluice/adapters/gorm => ../adapters/gorm
 	github.com/sluice-go/sluice/adapters/redis => ../adapters/redis
+	github.com/sluice-go/sluice/adapters/sql => ../adapters/sql
 	github.com/sluice-go/sluice/adaptertest => ../adaptertest
 	github.com/sluice-go/sluice/core => ../core
 	github.com/sluice-go/sluice/gen => ../gen

@@ -21,6 +21,7 @@ import (
 	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -33,7 +34,7 @@ type orm struct {
 	db   *core.DB
 }
 
-// openORMs opens gorm, bun and ent on the same pool, each as its users would
+// openORMs opens gorm, bun, ent and plain database/sql on the same pool, each as its users would
 // (the ORM's own dialect over an existing *sql.DB), and wraps each in a
 // core.DB on the run's schema.
 func (e *sqlEnv) openORMs() ([]orm, error) {
@@ -78,8 +79,16 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 		return nil, fmt.Errorf("sluiceent: %w", err)
 	}
 	out = append(out, orm{"ent", edb})
+	sdb, err := sluicesql.Open(e.pool, sqlDialect[e.dialect], opt)
+	if err != nil {
+		return nil, fmt.Errorf("sluicesql: %w", err)
+	}
+	out = append(out, orm{"sql", sdb})
 	return out, nil
 }
+
+// sqlDialect is the engine's name for each DDL dialect.
+var sqlDialect = map[gen.Dialect]sluicesql.Dialect{gen.Postgres: sluicesql.Postgres, gen.MySQL: sluicesql.MySQL, gen.SQLite: sluicesql.SQLite}
 
 // increment is core.DB.IncrementOne with the floor's guard.
 func (e *sqlEnv) increment(o orm) *approach {

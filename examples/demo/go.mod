@@ -10,7 +10,9 @@ require (
 	github.com/sluice-go/sluice/adapters/bun v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/ent v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/gorm v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/pgx v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/redis v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
@@ -59,7 +61,9 @@ replace (
 	github.com/sluice-go/sluice/adapters/bun => ../../adapters/bun
 	github.com/sluice-go/sluice/adapters/ent => ../../adapters/ent
 	github.com/sluice-go/sluice/adapters/gorm => ../../adapters/gorm
+	github.com/sluice-go/sluice/adapters/pgx => ../../adapters/pgx
 	github.com/sluice-go/sluice/adapters/redis => ../../adapters/redis
+	github.com/sluice-go/sluice/adapters/sql => ../../adapters/sql
 	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
 	github.com/sluice-go/sluice/core => ../../core
 	github.com/sluice-go/sluice/gen => ../../gen

@@ -1,5 +1,6 @@
 // Command demo is sluice's demo server: routes limited per client IP and
-// routes protected by API keys with quotas, on gorm, bun or ent, over SQLite
+// routes protected by API keys with quotas, on gorm, bun, ent, plain
+// database/sql or pgx, over SQLite
 // (no setup), PostgreSQL or MySQL, with optional Redis counters. It prints
 // what to try when it starts.
 //

@@ -67,6 +67,9 @@ func TestBadArguments(t *testing.T) {
 // on SQLite and reports exactly the limit admitted.
 func TestBurstCommand(t *testing.T) {
 	for _, orm := range server.ORMs {
+		if orm == server.ORMPgx {
+			continue // PostgreSQL only: TestEndToEnd covers it there
+		}
 		t.Run(orm, func(t *testing.T) {
 			var out strings.Builder
 			if err := run(context.Background(), []string{"burst", "-n", "40", "-orm", orm}, env(nil), &out); err != nil {

@@ -17,6 +17,8 @@ const (
 	ORMGorm = "gorm"
 	ORMBun  = "bun"
 	ORMEnt  = "ent"
+	ORMSQL  = "sql" // plain database/sql, no ORM
+	ORMPgx  = "pgx" // pgx without database/sql (PostgreSQL only)
 )
 
 // The databases the demo runs on.
@@ -28,7 +30,7 @@ const (
 
 // ORMs and Databases list the accepted values of Config.ORM and Config.DB.
 var (
-	ORMs      = []string{ORMGorm, ORMBun, ORMEnt}
+	ORMs      = []string{ORMGorm, ORMBun, ORMEnt, ORMSQL, ORMPgx}
 	Databases = []string{DBSQLite, DBPostgres, DBMySQL}
 )
 
@@ -36,7 +38,8 @@ var (
 // gorm on a fresh SQLite file in a temporary directory, rate limits kept
 // in the database, the default rules and keys, and the system clock.
 type Config struct {
-	// ORM is "gorm" (default), "bun" or "ent".
+	// ORM is "gorm" (default), "bun", "ent", "sql" (plain database/sql) or
+	// "pgx" (pgx without database/sql, PostgreSQL only).
 	ORM string
 	// DB is "sqlite" (default), "postgres" or "mysql".
 	DB string
@@ -109,6 +112,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if !slices.Contains(Databases, c.DB) {
 		errs = append(errs, fmt.Errorf("unknown database %q (want one of %s)", c.DB, strings.Join(Databases, ", ")))
+	}
+	if c.ORM == ORMPgx && c.DB != DBPostgres && slices.Contains(Databases, c.DB) {
+		errs = append(errs, fmt.Errorf("ORM pgx runs on PostgreSQL only, not %s (use -db postgres)", c.DB))
 	}
 	if c.DB != DBSQLite && c.DSN == "" && slices.Contains(Databases, c.DB) {
 		errs = append(errs, fmt.Errorf("database %s needs a DSN (flag -dsn)", c.DB))

@@ -11,6 +11,7 @@ import (
 	entdialect "entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
 	_ "github.com/go-sql-driver/mysql" // registers "mysql"
+	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib" // registers "pgx"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
@@ -27,6 +28,8 @@ import (
 	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	sluicepgx "github.com/sluice-go/sluice/adapters/pgx"
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/gen"
 )
@@ -39,6 +42,7 @@ const maxConns = 10
 type database struct {
 	db      *core.DB
 	pool    *sql.DB
+	pgx     *pgxpool.Pool // only with ORM pgx
 	dialect gen.Dialect
 	where   string // for the banner: the file or the server
 	tempDir string // removed on close, when the SQLite file is ours
@@ -70,7 +74,7 @@ func openDatabase(ctx context.Context, cfg Config) (_ *database, err error) {
 		} else {
 			// Every adapter documents the same options: a busy timeout, WAL,
 			// and BEGIN IMMEDIATE, which concurrent writers need.
-			dsn, d.where = sluicebun.SQLiteDSN(path), path
+			dsn, d.where = sluicesql.SQLiteDSN(path), path
 		}
 	case DBPostgres:
 		d.dialect, driver, dsn, d.where = gen.Postgres, "pgx", cfg.DSN, "PostgreSQL"
@@ -97,11 +101,32 @@ func openDatabase(ctx context.Context, cfg Config) (_ *database, err error) {
 		d.db, err = openBun(d.pool, d.dialect, opts)
 	case ORMEnt:
 		d.db, err = openEnt(d.pool, d.dialect, opts)
+	case ORMSQL:
+		d.db, err = sluicesql.Open(d.pool, sqlDialects[d.dialect], opts...)
+	case ORMPgx:
+		d.db, err = d.openPgx(ctx, cfg.DSN, opts)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", cfg.ORM, cfg.DB, err)
 	}
 	return d, nil
+}
+
+// sqlDialects names each DDL dialect for the SQL engine.
+var sqlDialects = map[gen.Dialect]sluicesql.Dialect{gen.SQLite: sluicesql.SQLite, gen.Postgres: sluicesql.Postgres, gen.MySQL: sluicesql.MySQL}
+
+// openPgx opens a pgx pool of its own beside the database/sql one (which
+// runs the DDL); close releases it.
+func (d *database) openPgx(ctx context.Context, dsn string, opts []core.Option) (*core.DB, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = maxConns
+	if d.pgx, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
+		return nil, err
+	}
+	return sluicepgx.Open(ctx, d.pgx, opts...)
 }
 
 func openGorm(pool *sql.DB, d gen.Dialect, opts []core.Option) (*core.DB, error) {
@@ -170,6 +195,9 @@ func (d *database) dropTables(ctx context.Context) error {
 
 func (d *database) close() error {
 	var err error
+	if d.pgx != nil {
+		d.pgx.Close()
+	}
 	if d.pool != nil {
 		err = d.pool.Close()
 	}

@@ -59,6 +59,9 @@ var backends = []struct {
 func TestEndToEnd(t *testing.T) {
 	for _, orm := range server.ORMs {
 		for _, b := range backends {
+			if orm == server.ORMPgx && b.db != server.DBPostgres {
+				continue // pgx speaks PostgreSQL only (TestPgxNeedsPostgres)
+			}
 			t.Run(orm+"/"+b.name, func(t *testing.T) {
 				t.Parallel()
 				c := newClock()
@@ -387,4 +390,15 @@ func (h *harness) scenario(t *testing.T) {
 			t.Errorf("stored remaining %d, want 0", *k.Remaining)
 		}
 	})
+}
+
+// TestPgxNeedsPostgres: the pgx adapter on another database is a
+// configuration error, reported before anything is opened.
+func TestPgxNeedsPostgres(t *testing.T) {
+	for _, db := range []string{server.DBSQLite, server.DBMySQL} {
+		_, err := server.New(t.Context(), server.Config{ORM: server.ORMPgx, DB: db, DSN: "x"})
+		if err == nil || !strings.Contains(err.Error(), "PostgreSQL only") {
+			t.Errorf("pgx on %s: err = %v, want a refusal naming PostgreSQL", db, err)
+		}
+	}
 }

@@ -1,0 +1,270 @@
+package main
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sethvargo/go-limiter/memorystore"
+	"github.com/sluice-go/sluice/core/memory"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// The in-process limiters side by side on the same work: sluice's Memory
+// storage, sluice over core/memory's secondary Storage, and
+// github.com/sethvargo/go-limiter's memorystore. Every decision is an
+// admission (the limit is never reached and no window ends within a run),
+// so each does the full work of counting; a denial fails the run.
+//
+// Goal: sluice within 1.5× of go-limiter in every case. Measure it with
+//
+//	go test -run '^$' -bench BenchmarkMemoryStoreRatio -count 5 ./bench
+//
+// and the plain figures (ns/op, allocations) with
+//
+//	go test -run '^$' -bench 'BenchmarkMemoryStore$' -benchmem -count 5 ./bench
+
+// memKeys is how many keys the uniform case spreads decisions over, as the
+// harness's uniform scenario does.
+const memKeys = 10000
+
+// memWindow is long enough that no window ends inside a run.
+const memWindow = time.Hour
+
+// memMax is never reached.
+const memMax = 1 << 40
+
+// taker makes one decision on key; false means it was not admitted.
+type taker func(ctx context.Context, key string) (bool, error)
+
+type memImpl struct {
+	name string
+	// open returns a fresh limiter; tb's cleanup releases it.
+	open func(tb testing.TB) taker
+}
+
+// memImpls starts with the reference every other one is compared with.
+var memImpls = []memImpl{
+	{"go-limiter", func(tb testing.TB) taker {
+		s, err := memorystore.New(&memorystore.Config{Tokens: memMax, Interval: memWindow})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = s.Close(context.Background()) })
+		return func(ctx context.Context, key string) (bool, error) {
+			_, _, _, ok, err := s.Take(ctx, key)
+			return ok, err
+		}
+	}},
+	{"sluice-memory", func(tb testing.TB) taker {
+		// Room for every key twice over, so that nothing is evicted.
+		return sluiceTaker(tb, ratelimit.Memory(2*memKeys))
+	}},
+	{"sluice-secondary", func(tb testing.TB) taker {
+		return sluiceTaker(tb, ratelimit.Secondary(memory.NewStorage()))
+	}},
+}
+
+func sluiceTaker(tb testing.TB, s ratelimit.Storage) taker {
+	l, err := ratelimit.New(s)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = l.Close() })
+	rule := ratelimit.Rule{Window: memWindow, Max: memMax}
+	return func(ctx context.Context, key string) (bool, error) {
+		d, err := l.Consume(ctx, key, rule)
+		return d.Allowed, err
+	}
+}
+
+// openWarm opens impl and a window on every key, so that what is measured
+// is the steady state, not each key's first request.
+func openWarm(tb testing.TB, impl memImpl) taker {
+	take := impl.open(tb)
+	for _, k := range memKeyNames {
+		if ok, err := take(context.Background(), k); !ok || err != nil {
+			tb.Fatalf("%s: warm-up on %q: allowed=%v, %v", impl.name, k, ok, err)
+		}
+	}
+	return take
+}
+
+// memKeyNames are built once, outside the timed loops.
+var memKeyNames = func() []string {
+	k := make([]string, memKeys)
+	for i := range k {
+		k[i] = "user:" + strconv.Itoa(i)
+	}
+	return k
+}()
+
+// keyPicker returns a key per call: always the same one for the hot key,
+// otherwise one of memKeys chosen by a xorshift generator, cheap and with
+// no state shared between goroutines.
+type keyPicker struct {
+	hot   bool
+	state uint64
+}
+
+func newKeyPicker(hot bool, goroutine int) keyPicker {
+	return keyPicker{hot: hot, state: 0x9e3779b97f4a7c15 * uint64(2*goroutine+1)}
+}
+
+func (p *keyPicker) next() string {
+	if p.hot {
+		return memKeyNames[0]
+	}
+	p.state ^= p.state << 13
+	p.state ^= p.state >> 7
+	p.state ^= p.state << 17
+	return memKeyNames[p.state%memKeys]
+}
+
+type memCase struct {
+	name     string
+	hot      bool
+	parallel bool
+}
+
+var memCases = []memCase{
+	{"hot/serial", true, false},
+	{"hot/parallel", true, true},
+	{"uniform/serial", false, false},
+	{"uniform/parallel", false, true},
+}
+
+// BenchmarkMemoryStore gives each limiter's plain figures, one after the
+// other; on a shared machine compare them with BenchmarkMemoryStoreRatio.
+func BenchmarkMemoryStore(b *testing.B) {
+	for _, c := range memCases {
+		for _, impl := range memImpls {
+			b.Run(c.name+"/"+impl.name, func(b *testing.B) {
+				take := openWarm(b, impl)
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.ResetTimer()
+				if !c.parallel {
+					p := newKeyPicker(c.hot, 0)
+					for b.Loop() {
+						if ok, err := take(ctx, p.next()); !ok || err != nil {
+							b.Fatalf("not admitted: %v", err)
+						}
+					}
+					return
+				}
+				var (
+					mu sync.Mutex
+					g  int
+				)
+				b.RunParallel(func(pb *testing.PB) {
+					mu.Lock()
+					p := newKeyPicker(c.hot, g)
+					g++
+					mu.Unlock()
+					for pb.Next() {
+						if ok, err := take(ctx, p.next()); !ok || err != nil {
+							b.Errorf("not admitted: %v", err)
+							return
+						}
+					}
+				})
+			})
+		}
+	}
+}
+
+// memChunk is how many decisions one limiter makes before the next takes
+// its turn: short enough that a change in the machine's load falls on
+// every limiter alike, long enough that switching costs nothing.
+const memChunk = 4096
+
+// BenchmarkMemoryStoreRatio runs the limiters in turns of memChunk
+// decisions on the same keys, so that on a loaded machine they share its
+// ups and downs, and reports each one's wall time and CPU time per
+// decision and sluice's ratios to go-limiter ("x-wall", "x-cpu"). One op
+// is one decision by each limiter. Parallel cases use GOMAXPROCS
+// goroutines per turn, each with its own keys.
+func BenchmarkMemoryStoreRatio(b *testing.B) {
+	for _, c := range memCases {
+		b.Run(c.name, func(b *testing.B) {
+			takes := make([]taker, len(memImpls))
+			for i, impl := range memImpls {
+				takes[i] = openWarm(b, impl)
+			}
+			g := 1
+			if c.parallel {
+				g = runtime.GOMAXPROCS(0)
+			}
+			// Every limiter sees the same sequence of keys.
+			pickers := make([][]keyPicker, len(memImpls))
+			for i := range pickers {
+				for j := range g {
+					pickers[i] = append(pickers[i], newKeyPicker(c.hot, j))
+				}
+			}
+			wall := make([]time.Duration, len(memImpls))
+			cpu := make([]time.Duration, len(memImpls))
+			b.ResetTimer()
+			for round, done := 0, 0; done < b.N; round++ {
+				n := min(memChunk, b.N-done)
+				for k := range memImpls {
+					i := k
+					if round%2 == 1 { // alternate the order: no limiter always goes first
+						i = len(memImpls) - 1 - k
+					}
+					w, c := runTurn(b, takes[i], pickers[i], n)
+					wall[i] += w
+					cpu[i] += c
+				}
+				done += n
+			}
+			b.StopTimer()
+			for i, impl := range memImpls {
+				b.ReportMetric(float64(wall[i].Nanoseconds())/float64(b.N), impl.name+"-ns/op")
+				b.ReportMetric(float64(cpu[i].Nanoseconds())/float64(b.N), impl.name+"-cpu-ns/op")
+				if i > 0 {
+					b.ReportMetric(float64(wall[i])/float64(wall[0]), impl.name+"-x-wall")
+					b.ReportMetric(float64(cpu[i])/float64(cpu[0]), impl.name+"-x-cpu")
+				}
+			}
+		})
+	}
+}
+
+// runTurn makes n decisions spread over len(pickers) goroutines and
+// returns the wall time and the process's CPU time they took.
+func runTurn(b *testing.B, take taker, pickers []keyPicker, n int) (wall, cpu time.Duration) {
+	ctx := context.Background()
+	cpu0, t0 := processCPU(), time.Now()
+	if len(pickers) == 1 {
+		p := &pickers[0]
+		for range n {
+			if ok, err := take(ctx, p.next()); !ok || err != nil {
+				b.Fatalf("not admitted: %v", err)
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for j := range pickers {
+			p := &pickers[j]
+			share := n / len(pickers)
+			if j < n%len(pickers) {
+				share++
+			}
+			wg.Go(func() {
+				for range share {
+					if ok, err := take(ctx, p.next()); !ok || err != nil {
+						b.Errorf("not admitted: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+	}
+	return time.Since(t0), processCPU() - cpu0
+}
