@@ -72,9 +72,14 @@ type Adapter interface {
 // When an adapter does not implement Incrementer, [DB] emulates IncrementOne
 // with the adapter's [Transactor]: read one matching row, then update it by
 // primary key, guarded on the original where plus each incremented column
-// equal to the value read; a lost race retries, after a short random pause,
-// up to 5 attempts in all, and then fails
-// with [ErrContention]. An adapter with neither interface is refused by [New].
+// equal to the value read. A lost race rolls back and retries after a random
+// pause (full jitter, the cap doubling from 1 ms up to 32 ms), for at most
+// [FallbackAttempts] transactions in all, then fails with [ErrContention]:
+// one call pauses for at most [FallbackMaxWait] (about 3 s) on top of its
+// transactions, enough for a loser to outlast a burst of 64 callers on one
+// row. The context cuts it short: no pause or new attempt outlasts ctx, and
+// a call that ctx ends returns ctx's error, not ErrContention. An adapter
+// with neither interface is refused by [New].
 type Incrementer interface {
 	IncrementOne(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error)
 }

@@ -19,6 +19,7 @@ type DB struct {
 	schema  *Schema
 	native  Incrementer // nil: use the fallback
 	txr     Transactor  // nil: no transactions
+	inTx    bool        // bound to a transaction (made by InTx)
 }
 
 type options struct {
@@ -325,7 +326,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 // otherwise the fallback runs directly in the transaction, whose guarded
 // write never needs undoing, and InTx refuses to nest.
 func (db *DB) bind(tx Adapter) *DB {
-	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}}
+	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true}
 	if nested, ok := tx.(Transactor); ok {
 		inner.txr = nested
 	}

@@ -8,9 +8,31 @@ import (
 	"time"
 )
 
-// FallbackAttempts is how many times the transaction fallback tries before
-// it gives up with ErrContention.
-const FallbackAttempts = 5
+// FallbackAttempts bounds how many transactions the IncrementOne fallback
+// runs for one call before it gives up with [ErrContention]. With the
+// pauses between them (see [FallbackMaxWait]) a loser keeps trying for as
+// long as a burst on one row takes to drain: under 64 concurrent callers it
+// may have to let some 63 winners go first.
+const FallbackAttempts = 100
+
+// FallbackMaxWait bounds the pauses of one fallback call, added up: the
+// sum of the caps of its FallbackAttempts−1 pauses, 1+2+4+8+16 ms and then
+// 32 ms each, about 3 s. The transactions come on top; the context's
+// deadline cuts both short.
+const FallbackMaxWait = (1<<fallbackRampPauses-1)*fallbackBackoff +
+	(FallbackAttempts-1-fallbackRampPauses)*fallbackMaxBackoff
+
+// The pause after lost race number n (from 0) is drawn uniformly from
+// [0, min(fallbackBackoff·2^n, fallbackMaxBackoff)): short at first, so a
+// lone loser retries almost at once; capped, so a loser in a long burst
+// still comes back often enough to get its turn; and random over the whole
+// range (full jitter), so losers spread out instead of meeting again.
+// fallbackRampPauses is how many pauses have a cap below fallbackMaxBackoff.
+const (
+	fallbackBackoff    = time.Millisecond
+	fallbackMaxBackoff = 32 * time.Millisecond
+	fallbackRampPauses = 5 // fallbackBackoff<<5 == fallbackMaxBackoff
+)
 
 // errLostRace rolls back one fallback attempt whose guarded write matched nothing.
 var errLostRace = errors.New("lost race")
@@ -19,7 +41,7 @@ var errLostRace = errors.New("lost race")
 // matching row, then write it by primary key, guarded on the original where
 // and on each incremented column still holding the value read. A concurrent
 // writer makes the guard miss, so no update is ever lost; the attempt then
-// rolls back and starts again.
+// rolls back and, after a pause, starts again.
 func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error) {
 	pk := t.PrimaryKey()
 	for attempt := 0; attempt < FallbackAttempts; attempt++ {
@@ -68,31 +90,36 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, in
 			return err
 		})
 		switch {
-		case errors.Is(err, errLostRace):
-			if err := backoff(ctx, attempt); err != nil {
-				return nil, err
-			}
-			continue
-		case err != nil:
+		case err == nil:
+			return out, nil // out is nil when nothing matched: no match
+		case !errors.Is(err, errLostRace) && !(errors.Is(err, ErrContention) && !db.inTx):
 			return nil, err
 		}
-		return out, nil // out is nil when nothing matched: no match
+		// A lost race, or a transaction of the fallback's own that the
+		// database aborted for concurrent writers (a deadlock victim, a
+		// serialization failure): nothing of it took effect, so try again.
+		// Inside a caller's transaction such an abort ends the whole
+		// transaction, so it is the caller's to repeat.
+		if attempt < FallbackAttempts-1 { // no pause after the last attempt
+			if err := pause(ctx, fallbackPause(attempt)); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return nil, fmt.Errorf("%w: IncrementOne fallback lost the race %d times", ErrContention, FallbackAttempts)
 }
 
-// fallbackBackoff is the first pause after a lost race; each later pause
-// may be twice as long. Losers that retried at once would meet the same
-// winner's neighbours again, so they spread out at random (full jitter).
-const fallbackBackoff = 500 * time.Microsecond
-
-// backoff waits a random time in [0, fallbackBackoff·2^attempt), or until
-// ctx ends. There is no pause after the last attempt.
-func backoff(ctx context.Context, attempt int) error {
-	if attempt == FallbackAttempts-1 {
-		return nil
+// fallbackPause draws the pause after lost race number attempt (from 0).
+func fallbackPause(attempt int) time.Duration {
+	limit := fallbackMaxBackoff
+	if attempt < fallbackRampPauses {
+		limit = fallbackBackoff << attempt
 	}
-	d := time.Duration(rand.Int64N(int64(fallbackBackoff) << attempt))
+	return time.Duration(rand.Int64N(int64(limit)))
+}
+
+// pause waits d, or until ctx ends.
+func pause(ctx context.Context, d time.Duration) error {
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	select {

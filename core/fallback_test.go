@@ -3,12 +3,14 @@ package core_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/memory"
@@ -218,6 +220,9 @@ func newLosing(t *testing.T) (*losing, *core.DB) {
 	return l, mustNew(t, l)
 }
 
+// TestFallbackContention exhausts the retry budget on an adapter that always
+// loses: the call gives up with ErrContention after exactly FallbackAttempts
+// transactions, changes nothing, and its pauses stay within FallbackMaxWait.
 func TestFallbackContention(t *testing.T) {
 	l, db := newLosing(t)
 	if db.NativeIncrement() {
@@ -225,24 +230,160 @@ func TestFallbackContention(t *testing.T) {
 	}
 	req := decrement
 	req.Set = map[string]any{"lastRequest": 99}
+	start := time.Now()
 	_, ok, err := db.IncrementOne(context.Background(), req)
+	elapsed := time.Since(start)
 	if ok || !errors.Is(err, core.ErrContention) {
 		t.Fatalf("IncrementOne = %v, %v; want ErrContention", ok, err)
 	}
-	if core.FallbackAttempts != 5 {
-		t.Errorf("FallbackAttempts = %d, want 5", core.FallbackAttempts)
+	if a, u := l.attempts.Load(), l.updates.Load(); a != core.FallbackAttempts || u != core.FallbackAttempts {
+		t.Errorf("%d transactions and %d guarded writes, want exactly %d of each", a, u, core.FallbackAttempts)
 	}
-	if a, u := l.attempts.Load(), l.updates.Load(); a != 5 || u != 5 {
-		t.Errorf("%d transactions and %d guarded writes, want exactly 5 of each", a, u)
+	// The transactions on the memory store take microseconds; a second
+	// covers them and a slow, shared machine.
+	if limit := core.FallbackMaxWait + time.Second; elapsed > limit {
+		t.Errorf("giving up took %v, more than the documented bound %v plus a second", elapsed, core.FallbackMaxWait)
 	}
+	t.Logf("gave up after %d attempts in %v (bound on the pauses: %v)", core.FallbackAttempts, elapsed, core.FallbackMaxWait)
 	wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
-	if !strings.Contains(err.Error(), "contention") || !strings.Contains(err.Error(), "5 times") {
-		t.Errorf("message %q should say contention after 5 attempts", err)
+	if want := fmt.Sprintf("%d times", core.FallbackAttempts); !strings.Contains(err.Error(), "contention") || !strings.Contains(err.Error(), want) {
+		t.Errorf("message %q should say contention after %s", err, want)
 	}
 	row := mustFind(t, db, core.ModelRateLimit, core.Eq("key", "k"))
 	if row.Int("count") != 10 || row.Int("lastRequest") != 0 {
 		t.Errorf("row changed after contention: %v", row)
 	}
+}
+
+// burstAdapters are the fallback paths the burst tests run on, both on the
+// memory store's transactions: one yields to the scheduler before every read
+// and write, the other waits a little there, as a round trip to a server
+// would. Either way the read-then-write windows of concurrent calls overlap
+// and most attempts lose. With the former budget (5 attempts, pauses of at
+// most 8 ms) 133 and 191 of the 320 calls of TestFallbackBurst gave up with
+// ErrContention on these two paths.
+var burstAdapters = map[string]func(m *memory.Memory) core.Adapter{
+	"yielding": func(m *memory.Memory) core.Adapter { return &txCounter{Adapter: m.WithoutIncrementOne()} },
+	"round trips": func(m *memory.Memory) core.Adapter {
+		return roundTrips{m.WithoutIncrementOne(), 100 * time.Microsecond}
+	},
+}
+
+// TestFallbackBurst releases 64 goroutines at once on a counter of 64, each
+// taking one unit through the fallback with a generous deadline: every call
+// must get its unit (at most 1% may give up with ErrContention), and the
+// counter must end at exactly 0.
+func TestFallbackBurst(t *testing.T) {
+	const callers, rounds = 64, 5
+	for name, adapter := range burstAdapters {
+		t.Run(name, func(t *testing.T) {
+			var taken, contended int64
+			for range rounds {
+				db := mustNew(t, adapter(memory.New()))
+				if db.NativeIncrement() {
+					t.Fatal("the burst must run through the fallback")
+				}
+				r := raceDecrement(t, db, callers, callers)
+				if r.failed != 0 || r.missed != 0 {
+					t.Errorf("%d calls failed and %d found nothing to take, want 0 and 0", r.failed, r.missed)
+				}
+				if r.final != callers-r.taken {
+					t.Errorf("%d units taken but the counter went from %d to %d", r.taken, callers, r.final)
+				}
+				taken += r.taken
+				contended += r.contended
+			}
+			calls := int64(callers * rounds)
+			t.Logf("%d of %d calls took their unit, %d gave up with ErrContention", taken, calls, contended)
+			if contended*100 > calls {
+				t.Errorf("%d of %d calls gave up with ErrContention, more than 1%%", contended, calls)
+			}
+		})
+	}
+}
+
+// TestFallbackBurstDeadline runs the same burst with a deadline too short
+// for it: every call ends by the deadline (give or take the scheduler), with
+// its unit or with the context's error rather than ErrContention, and the
+// counter still agrees with the units taken.
+func TestFallbackBurstDeadline(t *testing.T) {
+	const callers = 64
+	const timeout = 5 * time.Millisecond
+	for name, adapter := range burstAdapters {
+		t.Run(name, func(t *testing.T) {
+			db := mustNew(t, adapter(memory.New()))
+			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": callers})
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			deadline, _ := ctx.Deadline()
+			var taken, expired, worst atomic.Int64
+			release(callers, func(int) {
+				_, ok, err := db.IncrementOne(ctx, decrement)
+				over := int64(time.Since(deadline))
+				for w := worst.Load(); over > w && !worst.CompareAndSwap(w, over); w = worst.Load() {
+				}
+				switch {
+				case err == nil && ok:
+					taken.Add(1)
+				case errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, core.ErrContention):
+					expired.Add(1)
+				default:
+					t.Errorf("IncrementOne = %v, %v; want the unit or context.DeadlineExceeded", ok, err)
+				}
+			})
+			if final := mustFind(t, db, core.ModelRateLimit).Int("count"); final != callers-taken.Load() {
+				t.Errorf("%d units taken but the counter went from %d to %d", taken.Load(), callers, final)
+			}
+			// A call that went on retrying would run for up to FallbackMaxWait;
+			// the margin only absorbs the scheduler of a busy machine.
+			if w := time.Duration(worst.Load()); w > 100*time.Millisecond {
+				t.Errorf("the last call ended %v after the deadline", w)
+			}
+			if expired.Load() == 0 {
+				t.Errorf("no call ran out of time: the deadline of %v did not cut the burst short, so the test proves nothing", timeout)
+			}
+			t.Logf("%d took their unit, %d ended with the deadline, the last %v after it", taken.Load(), expired.Load(), time.Duration(worst.Load()))
+		})
+	}
+}
+
+// roundTrips makes every read and write inside a transaction take at least
+// rtt, as a round trip to a server would; it waits on the context, as a
+// driver does.
+type roundTrips struct {
+	core.Adapter
+	rtt time.Duration
+}
+
+func (r roundTrips) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	return r.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+		return fn(ctx, roundTrips{tx, r.rtt})
+	})
+}
+
+func (r roundTrips) wait(ctx context.Context) error {
+	timer := time.NewTimer(r.rtt)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+func (r roundTrips) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	if err := r.wait(ctx); err != nil {
+		return nil, err
+	}
+	return r.Adapter.FindOne(ctx, t, where)
+}
+
+func (r roundTrips) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+	if err := r.wait(ctx); err != nil {
+		return 0, err
+	}
+	return r.Adapter.UpdateMany(ctx, t, where, set)
 }
 
 func TestFallbackContext(t *testing.T) {
@@ -450,5 +591,63 @@ func TestIncrementPaths(t *testing.T) {
 				t.Errorf("count = %d, want 1", row.Int("count"))
 			}
 		})
+	}
+}
+
+// aborting is an adapter whose first transactions the database aborts for
+// concurrent writers (a deadlock victim): they fail with ErrContention
+// and take no effect.
+type aborting struct {
+	*memory.Memory
+	aborts atomic.Int64 // transactions still to abort
+	tries  atomic.Int64
+}
+
+func (a *aborting) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	a.tries.Add(1)
+	if a.aborts.Add(-1) >= 0 {
+		return fmt.Errorf("%w: Error 1213 (40001): Deadlock found", core.ErrContention)
+	}
+	return a.Memory.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+		return fn(ctx, &abortingTx{Adapter: tx, a: a})
+	})
+}
+
+// abortingTx nests through aborting's counter too.
+type abortingTx struct {
+	core.Adapter
+	a *aborting
+}
+
+func (x *abortingTx) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	x.a.tries.Add(1)
+	if x.a.aborts.Add(-1) >= 0 {
+		return fmt.Errorf("%w: Error 1213 (40001): Deadlock found", core.ErrContention)
+	}
+	return x.Adapter.(core.Transactor).Transaction(ctx, fn)
+}
+
+// The fallback retries a transaction of its own that the database aborted
+// (nothing of it took effect), but inside a caller's transaction, which
+// such an abort ends, it returns the error for the caller to repeat.
+func TestFallbackRetriesAbortedTransactions(t *testing.T) {
+	ctx := t.Context()
+	m := memory.New()
+	mustCreate(t, mustNew(t, m), core.ModelRateLimit, map[string]any{"key": "k", "count": 10})
+	a := &aborting{Memory: m}
+	a.aborts.Store(3)
+	db := mustNew(t, a, core.WithFallback())
+	req := core.IncrementRequest{Model: core.ModelRateLimit, Where: []core.Where{core.Eq("key", "k")}, Increment: map[string]int64{"count": -1}}
+	row, ok, err := db.IncrementOne(ctx, req)
+	if err != nil || !ok || row.Int("count") != 9 || a.tries.Load() != 4 {
+		t.Fatalf("after 3 aborted transactions: row %v ok %v err %v tries %d, want count 9 after 4 tries", row, ok, err, a.tries.Load())
+	}
+	err = db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		a.aborts.Store(1)
+		_, _, err := tx.IncrementOne(ctx, req)
+		return err
+	})
+	if !errors.Is(err, core.ErrContention) {
+		t.Fatalf("inside a caller's transaction: err = %v, want ErrContention returned", err)
 	}
 }

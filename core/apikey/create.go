@@ -163,14 +163,21 @@ func encodeJSON[M ~map[string]V, V any](what string, v M) (*string, error) {
 
 // Create makes a new key and returns its plaintext, which is not stored and
 // cannot be recovered, and the key as stored. Invalid parameters fail with
-// an error wrapping [core.ErrInvalid] before anything is written.
+// an error wrapping [core.ErrInvalid] before anything is written, and so
+// does a table that fails [Manager.CheckSchema], with [core.ErrSchema].
 func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string, key *Key, err error) {
+	if err := m.initialised("Create"); err != nil {
+		return "", nil, err
+	}
 	s, err := m.validate(p, m.now())
 	if err != nil {
 		return "", nil, err
 	}
 	random, err := randomLetters(KeyLength)
 	if err != nil {
+		return "", nil, err
+	}
+	if err := m.ready(ctx, "Create"); err != nil {
 		return "", nil, err
 	}
 	plaintext = p.Prefix + random

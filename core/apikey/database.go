@@ -2,7 +2,10 @@ package apikey
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -48,79 +51,197 @@ func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*St
 		}
 		set[k] = v
 	}
-	row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
-	if err != nil || !ok {
+	var after *StoredKey
+	err := m.cachedChange(ctx, "Update", id, func(ctx context.Context) error {
+		row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
+		if ok {
+			after = fromRow(row)
+		}
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
-	s := fromRow(row)
-	m.uncache(ctx, s.Key)
-	return s, nil
+	return after, nil
 }
 
 func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
-	var hash string
-	if m.cache != nil {
-		s, err := m.dbFind(ctx, core.Eq("id", id))
-		if err != nil || s == nil {
-			return false, err
-		}
-		hash = s.Key
-	}
-	ok, err := m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", id))
-	if ok {
-		m.uncache(ctx, hash)
-	}
-	return ok, err
+	var deleted bool
+	err := m.cachedChange(ctx, "Delete", id, func(ctx context.Context) error {
+		var err error
+		deleted, err = m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", id))
+		return err
+	})
+	return deleted, err
 }
 
 func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	// NULL satisfies no comparison, so keys without expiry are never matched.
 	expired := core.Lte("expiresAt", now)
-	var cached []*StoredKey
+	var hashes []string
 	if m.cache != nil {
-		var err error
-		if cached, err = m.dbList(ctx, expired); err != nil {
+		list, err := m.dbList(ctx, expired)
+		if err != nil {
 			return 0, err
 		}
+		for _, s := range list {
+			hashes = append(hashes, s.Key)
+		}
 	}
-	n, err := m.db.DeleteMany(ctx, core.ModelAPIKey, expired)
-	for _, s := range cached {
-		m.uncache(ctx, s.Key)
-	}
+	var n int64
+	err := m.invalidateAround(ctx, "DeleteExpired", hashes, func(ctx context.Context) error {
+		var err error
+		n, err = m.db.DeleteMany(ctx, core.ModelAPIKey, expired)
+		return err
+	})
 	return n, err
 }
 
-// cacheKey is where the cached mode keeps a key, by hash.
-func (m *Manager) cacheKey(hash string) string { return m.o.prefix + "key:" + hash }
+// The cached mode keeps, for each key hash, an entry (the key as read from
+// the database, tagged with a generation) and the key's current
+// generation, a random token that every change through the manager renews
+// before and after its database write. An entry counts only while its tag
+// is the current generation, so an entry filled from a read made before a
+// change, however late it reaches the cache, is never used after the
+// change returns: the renewal after the write has replaced the generation
+// it was read under. Without a generation stored (never changed, or
+// expired) the generation is "".
+//
+// A generation must outlive every entry tagged with an older one. Entries
+// live cacheTTL, and a verification does not fill the cache when more than
+// cacheTTL has passed since it read the generation; so a generation kept
+// for 2·cacheTTL, plus a margin for the fill's trip to the storage, does.
 
-// cached returns the cached key, or nil on a miss. A cache that fails or
-// holds garbage is treated as a miss: the database is the source of truth.
-func (m *Manager) cached(ctx context.Context, hash string) *StoredKey {
+// cacheEntry is the value of a cached key.
+type cacheEntry struct {
+	Gen string    `json:"gen"`
+	Key StoredKey `json:"key"`
+}
+
+// generation is the generation a verification read, and when.
+type generation struct {
+	token string
+	known bool // false: reading it failed, so nothing may be cached under it
+	at    time.Time
+}
+
+// generationMargin covers a fill's trip to the storage and the difference
+// between this process's clock and the storage's.
+const generationMargin = time.Minute
+
+// invalidateTimeout bounds the renewal of a generation after a database
+// write, which goes on when the caller's context ends: leaving it undone
+// would let a cached entry outlive the change that the database holds.
+const invalidateTimeout = 10 * time.Second
+
+// cacheKey is where the cached mode keeps a key, by hash; genKey is where
+// it keeps the key's generation.
+func (m *Manager) cacheKey(hash string) string { return m.o.prefix + "key:" + hash }
+func (m *Manager) genKey(hash string) string   { return m.o.prefix + "gen:" + hash }
+
+// generation reads the current generation of a key. A storage that fails
+// is no reason to fail the verification: the database is the truth, and
+// the entry is then neither used nor filled.
+func (m *Manager) generation(ctx context.Context, hash string) generation {
+	at := m.o.clock()
+	v, ok, err := m.cache.Get(ctx, m.genKey(hash))
+	if err != nil {
+		return generation{}
+	}
+	if !ok {
+		v = ""
+	}
+	return generation{token: v, known: true, at: at}
+}
+
+// cached returns the cached key if it was cached under gen, or nil. A
+// cache that fails or holds garbage is treated as a miss.
+func (m *Manager) cached(ctx context.Context, hash string, gen generation) *StoredKey {
+	if !gen.known {
+		return nil
+	}
 	v, ok, err := m.cache.Get(ctx, m.cacheKey(hash))
 	if err != nil || !ok {
 		return nil
 	}
-	var s StoredKey
-	if json.Unmarshal([]byte(v), &s) != nil || s.Key != hash {
+	var e cacheEntry
+	if json.Unmarshal([]byte(v), &e) != nil || e.Key.Key != hash || e.Gen != gen.token {
 		return nil
 	}
-	return &s
+	return &e.Key
 }
 
-// recache stores s in the cache. Failing to cache only costs later reads.
-func (m *Manager) recache(ctx context.Context, s *StoredKey) {
-	if m.cache == nil {
-		return
+// fill caches s, read from the database after gen was read. Failing to
+// cache only costs later reads.
+func (m *Manager) fill(ctx context.Context, s *StoredKey, gen generation) {
+	if m.cache == nil || !gen.known || m.o.clock().Sub(gen.at) > m.cacheTTL {
+		return // too late: gen may have expired, and with it the proof that s is stale
 	}
-	if b, err := json.Marshal(s); err == nil {
+	if b, err := json.Marshal(cacheEntry{Gen: gen.token, Key: *s}); err == nil {
 		_ = m.cache.Set(ctx, m.cacheKey(s.Key), string(b), m.cacheTTL)
 	}
 }
 
-// uncache drops a cached key. A failure leaves a stale entry, which the
-// guarded write and the confirmation of denials make harmless.
+// uncache drops a cached key that the database no longer holds or that a
+// verification deleted as expired. It is only tidying: such an entry can
+// never be answered, since a cached denial is confirmed from the database.
 func (m *Manager) uncache(ctx context.Context, hash string) {
 	if m.cache != nil && hash != "" {
 		_ = m.cache.Delete(ctx, m.cacheKey(hash))
 	}
+}
+
+// renew gives each key a new generation, so that no entry cached before
+// is used again, and then drops the entries (only tidying: a failure there
+// is harmless).
+func (m *Manager) renew(ctx context.Context, hashes []string) error {
+	ttl := 2*m.cacheTTL + generationMargin
+	for _, h := range hashes {
+		if err := m.cache.Set(ctx, m.genKey(h), rand.Text(), ttl); err != nil {
+			return err
+		}
+	}
+	for _, h := range hashes {
+		_ = m.cache.Delete(ctx, m.cacheKey(h))
+	}
+	return nil
+}
+
+// cachedChange runs the database write of a change to key id, renewing
+// the key's generation around it in cached mode.
+func (m *Manager) cachedChange(ctx context.Context, op string, id int64, write func(ctx context.Context) error) error {
+	if m.cache == nil {
+		return write(ctx)
+	}
+	s, err := m.dbFind(ctx, core.Eq("id", id))
+	if err != nil || s == nil {
+		return err // no key: nothing to change, nothing cached to honour
+	}
+	return m.invalidateAround(ctx, op, []string{s.Key}, write)
+}
+
+// invalidateAround renews the generations of the keys with the given
+// hashes, runs the database write, and renews them again. The first
+// renewal keeps entries cached before the change from being used should
+// the second one never happen; the second refuses the entries that
+// verifications read during the write and cache later. The second runs
+// even when the write fails, since a failed write may still have committed.
+func (m *Manager) invalidateAround(ctx context.Context, op string, hashes []string, write func(ctx context.Context) error) error {
+	if m.cache == nil || len(hashes) == 0 {
+		return write(ctx)
+	}
+	if err := m.renew(ctx, hashes); err != nil {
+		return fmt.Errorf("apikey: %s: nothing changed: the cache refused to invalidate the key: %w", op, err)
+	}
+	werr := write(ctx)
+	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), invalidateTimeout)
+	defer cancel()
+	if err := m.renew(actx, hashes); err != nil {
+		if werr != nil {
+			return errors.Join(werr, err)
+		}
+		return fmt.Errorf("apikey: %s: the change is written, but the cache refused to invalidate the key, "+
+			"which verifications may see as it was for up to %v: %w", op, m.cacheTTL, err)
+	}
+	return werr
 }

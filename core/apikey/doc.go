@@ -21,8 +21,32 @@
 //     must implement [Claimer], which applies the verification decision
 //     atomically inside the storage. A storage without it is refused.
 //
+// In cached mode a change through the manager takes effect at once: after
+// [Manager.Update] or [Manager.Delete] returns without error, no
+// verification, of any cost, on any server sharing the cache, sees the key
+// as it was (see [WithCache]).
+//
 // Denials (unknown, disabled, expired, usage exceeded, rate limited) are a
 // [Result] with a stable [Code] and an HTTP status, not an error; errors are
 // for failures. Verification never deletes a key unless
 // [WithDeleteExpiredOnVerify] asks it to remove expired ones.
+//
+// # Deadlines
+//
+// The context given to [Manager.Verify] bounds it, but a write already on
+// its way to the database (or, in storage-only mode, a claim on its way to
+// the storage) cannot be called back: when the context ends while the
+// write is in flight, the write may still commit and spend quota and a
+// rate-limit slot while Verify returns an error. Such an error wraps
+// [ErrOutcomeUnknown] (and the context's error); every other error came
+// before any write, so nothing was spent. Give verifications a deadline
+// with room for one read and one write under load (and, without a native
+// IncrementOne, for the transaction fallback's retries; see
+// [core.Incrementer]); a deadline cut close to the database's latency turns
+// a few requests in a hundred into spent-but-failed ones. Do not refund or
+// blindly retry an ErrOutcomeUnknown: the quota may already be spent.
+//
+// A [Manager] on a database checks its table with [Manager.CheckSchema]
+// before its first verification or creation; call it at start-up to fail
+// early.
 package apikey

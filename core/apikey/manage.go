@@ -111,6 +111,9 @@ func nullIfEmpty(s string) any {
 // Get returns the key with the given id, or an error wrapping
 // [core.ErrNotFound].
 func (m *Manager) Get(ctx context.Context, id int64) (*Key, error) {
+	if err := m.initialised("Get"); err != nil {
+		return nil, err
+	}
 	var s *StoredKey
 	var err error
 	if m.store != nil {
@@ -129,6 +132,9 @@ func (m *Manager) Get(ctx context.Context, id int64) (*Key, error) {
 
 // List returns the keys of an owner, in creation order.
 func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) {
+	if err := m.initialised("List"); err != nil {
+		return nil, err
+	}
 	var list []*StoredKey
 	var err error
 	if m.store != nil {
@@ -152,8 +158,13 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 
 // Update changes a key and returns it as stored. An unknown id fails with
 // [core.ErrNotFound]; invalid parameters with [core.ErrInvalid], before any
-// write.
+// write. Once Update returns without error, every verification sees the
+// change, in cached mode too (see [WithCache]); when the cache cannot be
+// made to forget the key as it was, Update returns an error instead.
 func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, error) {
+	if err := m.initialised("Update"); err != nil {
+		return nil, err
+	}
 	f, err := u.fields()
 	if err != nil {
 		return nil, err
@@ -175,8 +186,14 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 	return s.toKey()
 }
 
-// Delete removes a key and reports whether it existed.
+// Delete removes a key and reports whether it existed. Once Delete returns
+// without error, no verification accepts the key, in cached mode too (see
+// [WithCache]). When the cache cannot be made to forget the key it returns
+// an error: before the deletion, with false; after it, with true.
 func (m *Manager) Delete(ctx context.Context, id int64) (bool, error) {
+	if err := m.initialised("Delete"); err != nil {
+		return false, err
+	}
 	if m.store != nil {
 		return m.store.delete(ctx, id)
 	}
@@ -186,6 +203,9 @@ func (m *Manager) Delete(ctx context.Context, id int64) (bool, error) {
 // DeleteExpired removes every key whose expiry has passed and returns how
 // many. Verification never deletes keys; call this on a schedule instead.
 func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
+	if err := m.initialised("DeleteExpired"); err != nil {
+		return 0, err
+	}
 	now := m.now()
 	if m.store != nil {
 		return m.store.deleteExpired(ctx, now.UnixMilli())

@@ -1,7 +1,10 @@
 package apikey
 
 import (
+	"context"
 	"fmt"
+	"reflect"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -16,13 +19,22 @@ const DefaultMaxAttempts = 10
 var DefaultRateLimit = RateLimit{Enabled: true, Window: 24 * time.Hour, Max: 10}
 
 // Manager creates, verifies and manages API keys. It is safe for
-// concurrent use. Build it with [New] or [NewStorageOnly].
+// concurrent use. Build it with [New] or [NewStorageOnly]; the zero Manager
+// answers every call with an error wrapping [core.ErrInvalid].
 type Manager struct {
 	db       *core.DB              // nil in storage-only mode
 	cache    core.SecondaryStorage // cached mode: keys by hash, the database stays the truth
 	cacheTTL time.Duration
 	store    *storeOnly // storage-only mode
 	o        options
+	schema   *schemaCheck // database mode
+}
+
+// schemaCheck runs the start-up check of the apikey table once it has
+// passed: a failure is returned and the next call tries again.
+type schemaCheck struct {
+	passed atomic.Bool
+	turn   chan struct{} // holds a token while a check runs, so one runs at a time
 }
 
 type options struct {
@@ -30,6 +42,7 @@ type options struct {
 	maxAttempts int
 	rateLimit   RateLimit
 	prefix      string // of secondary-storage keys
+	withCache   bool   // WithCache was given, perhaps with a nil storage
 	cache       core.SecondaryStorage
 	cacheTTL    time.Duration
 	dropExpired bool
@@ -64,19 +77,35 @@ func WithStoragePrefix(p string) Option { return func(o *options) { o.prefix = p
 // cache, and its consuming write still goes to the database, guarded as
 // always, so a stale cache entry costs a re-read, never an over-admission.
 // A denial decided on a cached entry is confirmed from the database before
-// it is answered. Updates and deletions through the manager invalidate the
-// entry. A check with [Cost](0) is answered from the cache alone. Only for
-// [New].
+// it is answered. A check with [Cost](0) is answered from the cache alone.
+// Only for [New].
+//
+// Changes through the manager ([Manager.Update], [Manager.Delete],
+// [Manager.DeleteExpired]) take effect at once, on every server sharing s:
+// once one returns without error, no verification sees the key as it was.
+// Each key has a generation in s, renewed before and after every change;
+// a cache entry is used only under the generation it was read under, so a
+// verification that read the key before a change and caches it after is
+// ignored. When s refuses to renew the generation, the change fails with
+// an error instead (before the database write, nothing has changed; after
+// it, the error says so). A cache hit costs two reads of s, the entry and
+// its generation. Changes made to the database behind the manager's back
+// are seen when the entry expires.
 func WithCache(s core.SecondaryStorage, ttl time.Duration) Option {
-	return func(o *options) { o.cache, o.cacheTTL = s, ttl }
+	return func(o *options) { o.withCache, o.cache, o.cacheTTL = true, s, ttl }
 }
 
-func buildOptions(opts []Option) (options, error) {
+func buildOptions(op string, opts []Option) (options, error) {
 	o := options{clock: time.Now, maxAttempts: DefaultMaxAttempts, rateLimit: DefaultRateLimit, prefix: "sluice:apikey:"}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return o, invalidf("%s: option %d of %d is nil", op, i+1, len(opts))
+		}
 		opt(&o)
 	}
 	switch {
+	case o.withCache && isNil(o.cache):
+		return o, invalidf("WithCache: nil storage")
 	case o.clock == nil:
 		return o, invalidf("WithClock: nil clock")
 	case o.maxAttempts < 1:
@@ -90,19 +119,25 @@ func buildOptions(opts []Option) (options, error) {
 
 // New returns a manager keeping keys in db's apikey model. With
 // [WithCache] keys are also cached in a secondary storage.
+//
+// Before its first verification or creation the manager runs
+// [Manager.CheckSchema]; call it yourself to fail at start-up instead.
 func New(db *core.DB, opts ...Option) (*Manager, error) {
 	if db == nil {
 		return nil, invalidf("New: nil *core.DB")
 	}
-	o, err := buildOptions(opts)
+	if db.Adapter() == nil || db.Schema() == nil {
+		return nil, invalidf("New: the *core.DB is not initialised: make it with core.New or an adapter's Open")
+	}
+	o, err := buildOptions("New", opts)
 	if err != nil {
 		return nil, err
 	}
 	if _, ok := db.Schema().Table(core.ModelAPIKey); !ok {
 		return nil, invalidf("New: the schema has no %q model", core.ModelAPIKey)
 	}
-	m := &Manager{db: db, o: o}
-	if o.cache != nil {
+	m := &Manager{db: db, o: o, schema: &schemaCheck{turn: make(chan struct{}, 1)}}
+	if o.withCache {
 		if o.cacheTTL <= 0 {
 			return nil, invalidf("WithCache: ttl %v must be positive", o.cacheTTL)
 		}
@@ -117,7 +152,7 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 // with [WithCache] instead, keeping the database as the source of truth).
 // Listing by reference and DeleteExpired need s to implement [Indexer] too.
 func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
-	if s == nil {
+	if isNil(s) {
 		return nil, invalidf("NewStorageOnly: nil storage")
 	}
 	c, ok := s.(Claimer)
@@ -125,11 +160,11 @@ func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
 		return nil, fmt.Errorf("apikey: NewStorageOnly: %w: storage %T does not implement apikey.Claimer, "+
 			"so quota and rate limit cannot be consumed atomically; use apikey.New with WithCache to keep the database as the source of truth", core.ErrUnsupported, s)
 	}
-	o, err := buildOptions(opts)
+	o, err := buildOptions("NewStorageOnly", opts)
 	if err != nil {
 		return nil, err
 	}
-	if o.cache != nil {
+	if o.withCache {
 		return nil, invalidf("NewStorageOnly: WithCache applies to database mode only")
 	}
 	ix, _ := s.(Indexer)
@@ -143,4 +178,73 @@ func (m *Manager) now() time.Time { return m.o.clock().UTC().Truncate(time.Milli
 // invalidf builds an error for bad input, wrapping core.ErrInvalid.
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("apikey: %w: %s", core.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// isNil reports whether v is nil or a nil pointer, map, func or the like
+// in an interface: a typed nil that would panic at its first use.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// initialised fails unless m was built by New or NewStorageOnly.
+func (m *Manager) initialised(op string) error {
+	if m == nil || (m.db == nil && m.store == nil) {
+		return invalidf("%s: the Manager is not initialised: make it with apikey.New or apikey.NewStorageOnly", op)
+	}
+	return nil
+}
+
+// ready is initialised, and in database mode runs the start-up check until
+// it passes: verification and creation depend on the unique key hash.
+func (m *Manager) ready(ctx context.Context, op string) error {
+	if err := m.initialised(op); err != nil {
+		return err
+	}
+	if m.schema == nil || m.schema.passed.Load() {
+		return nil
+	}
+	return m.checkSchema(ctx, false)
+}
+
+// CheckSchema checks that the database's apikey table has what exact
+// verification depends on, such as the unique index on the key hash, and
+// names what is missing in an error wrapping [core.ErrSchema] (see
+// [core.DB.CheckSchema]). The manager runs it before its first
+// verification or creation, and again before each later one until it
+// passes; then not again. Call it at start-up to fail early; it always
+// checks afresh. In storage-only mode there is no table and it returns nil.
+func (m *Manager) CheckSchema(ctx context.Context) error {
+	if err := m.initialised("CheckSchema"); err != nil {
+		return err
+	}
+	if m.schema == nil {
+		return nil
+	}
+	return m.checkSchema(ctx, true)
+}
+
+// checkSchema runs the check, one caller at a time; unless asked to run
+// it again, a caller that waited for its turn finds it passed.
+func (m *Manager) checkSchema(ctx context.Context, again bool) error {
+	select {
+	case m.schema.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-m.schema.turn }()
+	if !again && m.schema.passed.Load() {
+		return nil
+	}
+	if err := m.db.CheckSchema(ctx, core.ModelAPIKey); err != nil {
+		return err
+	}
+	m.schema.passed.Store(true)
+	return nil
 }

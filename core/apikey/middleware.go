@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -51,10 +52,15 @@ type ErrorBody struct {
 // its context ([FromContext]). A missing key answers 401 MISSING_API_KEY, a
 // denial answers its status and code as JSON (with Retry-After when it has
 // a try-again time), and a failure answers 500 (503 on contention). Bad
-// options panic when the middleware is built.
+// options (a nil one, an empty header name, a negative cost) are a
+// programming error and panic when the middleware is built, never while it
+// serves; a zero Manager answers every request 500.
 func (m *Manager) Middleware(opts ...MiddlewareOption) func(http.Handler) http.Handler {
 	cfg := middleware{header: DefaultHeader, cost: 1}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			panic(fmt.Sprintf("apikey: Middleware: option %d of %d is nil", i+1, len(opts)))
+		}
 		opt(&cfg)
 	}
 	if cfg.header == "" || cfg.cost < 0 {

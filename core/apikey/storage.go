@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -62,8 +63,14 @@ func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + re
 func (st *storeOnly) allSet() string            { return st.prefix + "all" }
 
 func (st *storeOnly) verify(ctx context.Context, hash string, now, cost int64, dropExpired bool) (Result, error) {
+	if err := ctx.Err(); err != nil {
+		return Result{}, err // before the claim: nothing spent
+	}
 	res, err := st.c.Claim(ctx, st.recKey(hash), ClaimRequest{Now: now, Cost: cost})
 	if err != nil {
+		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
+			return Result{}, err
+		}
 		return Result{}, fmt.Errorf("apikey: claim: %w", err)
 	}
 	if !res.Found {

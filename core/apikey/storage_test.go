@@ -242,7 +242,13 @@ func TestCachedModeServesReadsFromCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantCode(t, e.verify(t, key), "")
-	stale := `{"id":` + strconv.FormatInt(k.ID, 10) + `,"key":"` + k.Hash + `","enabled":false,"createdAt":0,"updatedAt":0}`
+	// The entry is tagged with the key's current generation, as if another
+	// server had cached it, so that it is used.
+	gen, _, err := cache.Get(ctx, e.m.genKey(k.Hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := `{"gen":"` + gen + `","key":{"id":` + strconv.FormatInt(k.ID, 10) + `,"key":"` + k.Hash + `","enabled":false,"createdAt":0,"updatedAt":0}}`
 	if err := cache.Set(ctx, e.m.cacheKey(k.Hash), stale, time.Hour); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,14 @@ type verifyOptions struct{ cost int64 }
 // least one unit must be left in both its quota and its rate limit.
 func Cost(n int64) VerifyOption { return func(o *verifyOptions) { o.cost = n } }
 
+// ErrOutcomeUnknown marks a verification that failed after its write to
+// the database (or, in storage-only mode, its claim in the storage) had
+// started, because its context ended meanwhile: the write may have
+// committed, spending quota and a rate-limit slot, although the caller sees
+// an error. Match it with errors.Is; the error also wraps the context's.
+// An error without it came before any write, so nothing was spent.
+var ErrOutcomeUnknown = errors.New("outcome unknown: the context ended while the write was in flight; it may have been applied")
+
 // Verify checks a plaintext key and consumes one unit (or [Cost]) of its
 // quota and rate limit. Denials are a [Result] with Valid == false, in this
 // order: unknown key → CodeInvalid; disabled → CodeDisabled; expired →
@@ -30,14 +38,33 @@ func Cost(n int64) VerifyOption { return func(o *verifyOptions) { o.cost = n } }
 // loses a race re-reads and decides again, up to [WithMaxAttempts] times,
 // then fails with an error wrapping [core.ErrContention]. A key deleted or
 // disabled meanwhile answers accordingly. Errors are for failures only:
-// the context, the database, bad options.
+// the context, the database, bad options, an uninitialised Manager.
+//
+// Deadlines: a context that ends while the consuming write is in flight
+// cannot take the write back. The database may commit it (the quota is
+// spent) while Verify returns an error wrapping both the context's error
+// and [ErrOutcomeUnknown]; under a deadline too tight for the database's
+// load this happens to a few requests in a hundred. Give Verify a deadline
+// with room for a read and a write under load, and do not answer an
+// ErrOutcomeUnknown as if nothing had been spent: a client that retries it
+// may pay twice. An error without ErrOutcomeUnknown happened before any
+// write.
 func (m *Manager) Verify(ctx context.Context, key string, opts ...VerifyOption) (Result, error) {
+	if err := m.initialised("Verify"); err != nil {
+		return Result{}, err
+	}
 	o := verifyOptions{cost: 1}
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return Result{}, invalidf("Verify: option %d of %d is nil", i+1, len(opts))
+		}
 		opt(&o)
 	}
 	if o.cost < 0 {
 		return Result{}, invalidf("Verify: cost %d is negative", o.cost)
+	}
+	if err := m.ready(ctx, "Verify"); err != nil {
+		return Result{}, err
 	}
 	if key == "" {
 		return denied(CodeInvalid, 0, nil), nil
@@ -49,6 +76,16 @@ func (m *Manager) Verify(ctx context.Context, key string, opts ...VerifyOption) 
 	return m.verifyDB(ctx, hash, o.cost)
 }
 
+// afterWrite classifies an error that came back from a write that had
+// started: when the context ended meanwhile, the write may have committed.
+// A request refused as invalid never reached the database.
+func afterWrite(ctx context.Context, op string, err error) error {
+	if ctx.Err() != nil && !errors.Is(err, core.ErrInvalid) {
+		return fmt.Errorf("apikey: %s: %w: %w", op, ErrOutcomeUnknown, err)
+	}
+	return err
+}
+
 func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result, error) {
 	useCache := m.cache != nil
 	for attempt := 0; attempt < m.o.maxAttempts; attempt++ {
@@ -56,9 +93,13 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			return Result{}, err
 		}
 		now := m.now()
+		var gen generation // read before the database, so that what is read after can be cached under it
 		var s *StoredKey
-		if useCache {
-			s = m.cached(ctx, hash)
+		if m.cache != nil {
+			gen = m.generation(ctx, hash)
+			if useCache {
+				s = m.cached(ctx, hash, gen)
+			}
 		}
 		fromCache := s != nil
 		if s == nil {
@@ -70,9 +111,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 				m.uncache(ctx, hash)
 				return denied(CodeInvalid, 0, nil), nil
 			}
-			if useCache {
-				m.recache(ctx, s)
-			}
+			m.fill(ctx, s, gen)
 		}
 		p := decide(s, now.UnixMilli(), cost)
 		if p.code != "" && fromCache {
@@ -100,12 +139,12 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 		row, ok, err := m.db.IncrementOne(ctx, consumeRequest(s, p, now, cost))
 		switch {
 		case errors.Is(err, core.ErrContention):
-			// The transaction fallback gave up: as good as a miss.
+			// The transaction fallback gave up, having rolled back: as good as a miss.
 		case err != nil:
-			return Result{}, err
+			return Result{}, afterWrite(ctx, "verify", err)
 		case ok:
 			after := fromRow(row)
-			m.recache(ctx, after)
+			m.fill(ctx, after, gen)
 			k, err := after.toKey()
 			if err != nil {
 				return Result{}, err
