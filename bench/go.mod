@@ -12,6 +12,7 @@ require (
 	github.com/sluice-go/sluice/adapters/bun v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/ent v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/gorm v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/pgx v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/redis v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
@@ -59,6 +60,7 @@ replace (
 	github.com/sluice-go/sluice/adapters/bun => ../adapters/bun
 	github.com/sluice-go/sluice/adapters/ent => ../adapters/ent
 	github.com/sluice-go/sluice/adapters/gorm => ../adapters/gorm
+	github.com/sluice-go/sluice/adapters/pgx => ../adapters/pgx
 	github.com/sluice-go/sluice/adapters/redis => ../adapters/redis
 	github.com/sluice-go/sluice/adapters/sql => ../adapters/sql
 	github.com/sluice-go/sluice/adaptertest => ../adaptertest

@@ -328,6 +328,9 @@ func approachNames(db string) []string {
 	names := []string{floorName, referenceName, lockingName}
 	for _, suffix := range []string{incrementSuffix, limiterSuffix, verifySuffix} {
 		for _, o := range ormNames {
+			if o == "pgx" && db != "postgres" {
+				continue // pgx speaks PostgreSQL only
+			}
 			names = append(names, o+suffix)
 		}
 	}

@@ -108,7 +108,7 @@ func (r *report) ratios() []ratio {
 			return nil
 		}
 		var vs []namedValue
-		for _, ad := range []string{"gorm", "bun", "ent"} {
+		for _, ad := range ormNames {
 			if n, ok := r.find(db, num, ad, sc, g); ok {
 				vs = append(vs, namedValue{ad, n.PerSecond() / d.PerSecond()})
 			}

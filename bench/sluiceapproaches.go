@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"entgo.io/ent/dialect"
 	entsql "entgo.io/ent/dialect/sql"
@@ -21,6 +27,7 @@ import (
 	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	sluicepgx "github.com/sluice-go/sluice/adapters/pgx"
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
@@ -49,7 +56,16 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 	switch e.dialect {
 	case gen.Postgres:
 		g, err = gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: e.pool}), quiet)
-		bd = bun.NewDB(e.pool, pgdialect.New())
+		// bun writes every value into the SQL text, so with pgx's default
+		// statement cache each new text is prepared first: one more round
+		// trip. sluicebun's documentation tells bun users on pgx to set
+		// default_query_exec_mode=exec, and so does the bench, on a pool
+		// of bun's own.
+		var bunPool *sql.DB
+		if bunPool, err = e.sidePool(withParam(e.dsn, "default_query_exec_mode=exec")); err != nil {
+			return nil, fmt.Errorf("bun pool: %w", err)
+		}
+		bd = bun.NewDB(bunPool, pgdialect.New())
 		drv = entsql.OpenDB(dialect.Postgres, e.pool)
 	case gen.MySQL:
 		g, err = gorm.Open(gormmysql.New(gormmysql.Config{Conn: e.pool}), quiet)
@@ -84,8 +100,77 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 		return nil, fmt.Errorf("sluicesql: %w", err)
 	}
 	out = append(out, orm{"sql", sdb})
+	if e.dialect == gen.Postgres {
+		pdb, err := e.openPgx(opt)
+		if err != nil {
+			return nil, fmt.Errorf("sluicepgx: %w", err)
+		}
+		out = append(out, orm{"pgx", pdb})
+	}
 	return out, nil
 }
+
+// openPgx opens the pgx adapter on a pgxpool of its own, whose statements are counted as round trips like the
+// counted driver's.
+func (e *sqlEnv) openPgx(opt core.Option) (*core.DB, error) {
+	cfg, err := pgxpool.ParseConfig(e.dsn)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = int32(min(e.conns, sidePoolConns))
+	cfg.MaxConnIdleTime = sidePoolIdleFor
+	cfg.HealthCheckPeriod = sidePoolIdleFor / 2
+	cfg.ConnConfig.Tracer = roundTrips{&e.rt}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, pool.Close)
+	return sluicepgx.Open(ctx, pool, opt)
+}
+
+// sidePools hold at most this many connections and close idle ones soon:
+// they stand beside the main pool, and together they must fit PostgreSQL's
+// default max_connections of 100 while one of them is busy.
+const (
+	sidePoolConns   = 32
+	sidePoolIdleFor = 100 * time.Millisecond
+)
+
+// sidePool opens another counted pool on the run's database.
+func (e *sqlEnv) sidePool(dsn string) (*sql.DB, error) {
+	p, err := openCounted("pgx", dsn, &e.rt)
+	if err != nil {
+		return nil, err
+	}
+	e.cleanup = append(e.cleanup, func() { p.Close() })
+	p.SetMaxOpenConns(min(e.conns, sidePoolConns))
+	p.SetMaxIdleConns(min(e.conns, sidePoolConns))
+	p.SetConnMaxIdleTime(sidePoolIdleFor)
+	return p, nil
+}
+
+// withParam adds a run-time parameter to a PostgreSQL DSN of either form.
+func withParam(dsn, kv string) string {
+	switch {
+	case !strings.Contains(dsn, "://"):
+		return dsn + " " + kv
+	case strings.Contains(dsn, "?"):
+		return dsn + "&" + kv
+	}
+	return dsn + "?" + kv
+}
+
+// roundTrips counts each statement pgx sends.
+type roundTrips struct{ n *atomic.Int64 }
+
+func (r roundTrips) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	r.n.Add(1)
+	return ctx
+}
+func (roundTrips) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
 
 // sqlDialect is the engine's name for each DDL dialect.
 var sqlDialect = map[gen.Dialect]sluicesql.Dialect{gen.Postgres: sluicesql.Postgres, gen.MySQL: sluicesql.MySQL, gen.SQLite: sluicesql.SQLite}

@@ -25,7 +25,7 @@ const (
 )
 
 // ormNames are the adapters, in the order they run.
-var ormNames = []string{"gorm", "bun", "ent"}
+var ormNames = []string{"gorm", "bun", "ent", "sql", "pgx"}
 
 // errContention reports a read-then-write decision that kept losing races.
 var errContention = errors.New("lost the race 10 times")

@@ -30,6 +30,8 @@ type sqlEnv struct {
 	name    string
 	dialect gen.Dialect
 	pool    *sql.DB
+	dsn     string // the pool's DSN, for the pgx adapter's own pool
+	conns   int
 	rt      atomic.Int64
 	schema  *core.Schema
 	rl, ak  *core.Table
@@ -89,14 +91,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 		if cfg.asyncCommit {
 			// pgx sends unknown DSN parameters as run-time parameters: this
 			// session setting touches no one else's connections.
-			switch {
-			case !strings.Contains(dsn, "://"):
-				dsn += " synchronous_commit=off"
-			case strings.Contains(dsn, "?"):
-				dsn += "&synchronous_commit=off"
-			default:
-				dsn += "?synchronous_commit=off"
-			}
+			dsn = withParam(dsn, "synchronous_commit=off")
 		}
 	case "mysql":
 		e.dialect, driverName = gen.MySQL, "mysql"
@@ -115,6 +110,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 	default:
 		return nil, fmt.Errorf("unknown database %q", name)
 	}
+	e.dsn, e.conns = dsn, conns
 	if e.pool, err = openCounted(driverName, dsn, &e.rt); err != nil {
 		return nil, err
 	}

@@ -39,8 +39,8 @@ type engine struct {
 	features Features
 	dollar   bool // $n placeholders
 
-	stmts  sync.Map // shape → statement text
-	nstmts atomic.Int64
+	stmts   atomic.Pointer[map[string]string] // shape → statement text
+	stmtsMu sync.Mutex                        // serialises additions to stmts
 }
 
 // maxCachedStatements bounds the statement cache: shapes are few in
@@ -123,28 +123,56 @@ func (a *Adapter) Unwrap() any {
 	return a.x
 }
 
-// newBuilder starts a statement in the engine's placeholder style.
+// newBuilder starts a statement, not cached, in the engine's placeholder style.
 func (a *Adapter) newBuilder() *builder {
 	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar}
 }
 
 // stmt renders a statement through render, reusing the cached text of its
 // shape when there is one: only the arguments are laid out again.
-func (a *Adapter) stmt(key shape, render func(b *builder)) (string, []any) {
-	if q, ok := a.e.stmts.Load(key); ok {
-		b := &builder{d: a.e.features.Dialect, argsOnly: true}
-		render(b)
-		return q.(string), b.args
-	}
-	b := a.newBuilder()
-	render(b)
-	q := b.sb.String()
-	if a.e.nstmts.Load() < maxCachedStatements {
-		if _, loaded := a.e.stmts.LoadOrStore(key, q); !loaded {
-			a.e.nstmts.Add(1)
+func (a *Adapter) stmt(t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment, render func(b *builder)) (string, []any) {
+	var buf [512]byte
+	key := appendShape(buf[:0], t, kind, where, inc, set)
+	b := builder{d: a.e.features.Dialect, dollar: a.e.dollar,
+		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}
+	if m := a.e.stmts.Load(); m != nil {
+		if q, ok := (*m)[string(key)]; ok { // no allocation: the compiler looks up without copying key
+			b.argsOnly = true
+			render(&b)
+			return q, b.args
 		}
 	}
+	render(&b)
+	q := b.sb.String()
+	a.e.remember(string(key), q)
 	return q, b.args
+}
+
+// remember caches a statement's text. The cache is a map replaced whole
+// on each addition (copy on write): additions are few and bounded, and
+// lookups on the hot path take no lock.
+func (e *engine) remember(key, q string) {
+	e.stmtsMu.Lock()
+	defer e.stmtsMu.Unlock()
+	old := e.stmts.Load()
+	if old != nil {
+		if _, ok := (*old)[key]; ok || len(*old) >= maxCachedStatements {
+			return
+		}
+	}
+	next := make(map[string]string, 1+len(ptrMap(old)))
+	for k, v := range ptrMap(old) {
+		next[k] = v
+	}
+	next[key] = q
+	e.stmts.Store(&next)
+}
+
+func ptrMap(m *map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return *m
 }
 
 // Transaction runs fn in a transaction. At the top level the engine begins

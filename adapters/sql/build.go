@@ -26,7 +26,11 @@ func (b *builder) write(s string) {
 	}
 }
 
-func (b *builder) ident(name string) { b.write(b.d.quote(name)) }
+func (b *builder) ident(name string) {
+	if !b.argsOnly {
+		b.sb.WriteString(b.d.quote(name))
+	}
+}
 
 // arg writes a placeholder and appends the value, bound for the dialect.
 func (b *builder) arg(v any) {
@@ -166,48 +170,49 @@ const (
 	minInt64 = -1 << 63
 )
 
-// shape is the cache key of a statement's text: everything that changes
-// the text, and nothing that changes only the arguments.
-type shape struct {
-	t    *core.Table
-	kind byte
-	s    string
-}
-
-// shapeOf describes where clauses, deltas and assignments.
-func shapeOf(t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment) shape {
-	var b strings.Builder
+// appendShape appends the cache key of a statement's text to buf:
+// everything that changes the text (table, kind, where fields, operators,
+// NULL-ness, list lengths, delta signs, assigned columns and their
+// NULL-ness), and nothing that changes only the arguments. It is built
+// into a caller's buffer so that a cache hit allocates nothing.
+func appendShape(buf []byte, t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment) []byte {
+	buf = append(buf, kind)
+	buf = append(buf, t.Name...)
+	for _, c := range t.Columns { // a table of another schema may share the name
+		buf = append(buf, 0)
+		buf = append(buf, c.Name...)
+	}
+	buf = append(buf, 2)
 	for _, w := range where {
-		b.WriteString(w.Field)
-		b.WriteByte(0)
-		b.WriteByte(byte(w.Op))
+		buf = append(buf, w.Field...)
+		buf = append(buf, 0, byte(w.Op))
 		switch {
 		case w.Value == nil:
-			b.WriteByte('n')
+			buf = append(buf, 'n')
 		case w.Op == core.OpIn || w.Op == core.OpNotIn:
 			list, _ := w.Value.([]any)
-			b.WriteString(strconv.Itoa(len(list)))
+			buf = strconv.AppendInt(buf, int64(len(list)), 10)
 		}
-		b.WriteByte(1)
+		buf = append(buf, 1)
 	}
-	b.WriteByte(2)
+	buf = append(buf, 2)
 	for _, d := range inc {
-		b.WriteString(d.Column)
+		buf = append(buf, d.Column...)
 		switch {
 		case d.By > 0:
-			b.WriteByte('+')
+			buf = append(buf, '+')
 		case d.By < 0:
-			b.WriteByte('-')
+			buf = append(buf, '-')
 		}
-		b.WriteByte(1)
+		buf = append(buf, 1)
 	}
-	b.WriteByte(2)
-	for _, s := range set {
-		b.WriteString(s.Column)
-		if s.Value == nil {
-			b.WriteByte('n')
+	buf = append(buf, 2)
+	for _, a := range set {
+		buf = append(buf, a.Column...)
+		if a.Value == nil {
+			buf = append(buf, 'n')
 		}
-		b.WriteByte(1)
+		buf = append(buf, 1)
 	}
-	return shape{t: t, kind: kind, s: b.String()}
+	return buf
 }

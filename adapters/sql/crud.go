@@ -63,9 +63,8 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 		b.write(" RETURNING ")
 		b.columns(t)
 	}
-	key := shapeOf(t, kindCreate, nil, nil, values)
 	if f.InsertReturning {
-		q, args := a.stmt(key, func(b *builder) { render(b, true) })
+		q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, true) })
 		var rec core.Record
 		err := a.retry(ctx, func() (err error) {
 			rec, err = a.queryOne(ctx, q, args)
@@ -78,7 +77,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 	}
 	// MySQL without INSERT … RETURNING: LAST_INSERT_ID() is per connection,
 	// so the insert and the read-back share a transaction.
-	q, args := a.stmt(key, func(b *builder) { render(b, false) })
+	q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, false) })
 	pk := t.PrimaryKey().Name
 	var out core.Record
 	err := a.writeTx(ctx, func(tx *Adapter) error {
@@ -111,7 +110,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 // findByPK reads one row by primary key.
 func (a *Adapter) findByPK(ctx context.Context, t *core.Table, id any) (core.Record, error) {
 	where := []core.Where{core.Eq(t.PrimaryKey().Name, id)}
-	q, args := a.stmt(shapeOf(t, kindFindByPK, where, nil, nil), func(b *builder) {
+	q, args := a.stmt(t, kindFindByPK, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
 		b.columns(t)
 		b.write(" FROM ")
@@ -123,7 +122,7 @@ func (a *Adapter) findByPK(ctx context.Context, t *core.Table, id any) (core.Rec
 
 // FindOne returns the first matching row in primary-key order, or nil.
 func (a *Adapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
-	q, args := a.stmt(shapeOf(t, kindFindOne, where, nil, nil), func(b *builder) {
+	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
 		b.columns(t)
 		b.write(" FROM ")

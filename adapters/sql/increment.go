@@ -33,7 +33,7 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 		return a.incrementLocked(ctx, t, where, inc, set)
 	}
 	single := t.SelectsOne(where)
-	q, args := a.stmt(shapeOf(t, kindUpdateOne, where, inc, set), func(b *builder) {
+	q, args := a.stmt(t, kindUpdateOne, where, inc, set, func(b *builder) {
 		b.write("UPDATE ")
 		b.ident(t.Name)
 		b.assignments(inc, set)
@@ -87,7 +87,7 @@ func setsUnique(t *core.Table, set []core.Assignment) bool {
 // incrementLocked is the MySQL path: lock, update by primary key, read back.
 func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
 	pk := t.PrimaryKey().Name
-	lock, largs := a.stmt(shapeOf(t, kindLockFirst, where, nil, nil), func(b *builder) {
+	lock, largs := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
 		b.ident(pk)
 		b.write(" FROM ")
@@ -109,7 +109,7 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 			return fmt.Errorf("primary key %q: %w", pk, err)
 		}
 		byPK := append([]core.Where{core.Eq(pk, id)}, where...)
-		q, args := tx.stmt(shapeOf(t, kindUpdateByPK, byPK, inc, set), func(b *builder) {
+		q, args := tx.stmt(t, kindUpdateByPK, byPK, inc, set, func(b *builder) {
 			b.write("UPDATE ")
 			b.ident(t.Name)
 			b.assignments(inc, set)

@@ -50,13 +50,47 @@ func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Recor
 	return recs, err
 }
 
-// queryOne returns a statement's first row, or nil.
+// queryOne returns a statement's first row, or nil. It reads no further:
+// the statements it runs return at most one row.
 func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Record, error) {
-	recs, err := a.query(ctx, q, args)
-	if err != nil || len(recs) == 0 {
+	rows, err := a.x.Query(ctx, q, args...)
+	if err != nil {
 		return nil, err
 	}
-	return recs[0], nil
+	rec, err := scanOne(rows)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	return rec, err
+}
+
+// scanOne reads the first row, if any, into a record.
+func scanOne(rows Rows) (core.Record, error) {
+	if !rows.Next() {
+		return nil, rows.Err()
+	}
+	cols, err := rows.Columns()
+	if err != nil {
+		return nil, err
+	}
+	var small [24]any // the widest built-in table has 22 columns
+	vals := small[:0]
+	if len(cols) > len(small) {
+		vals = make([]any, 0, len(cols))
+	}
+	vals = vals[:len(cols)]
+	ptrs := make([]any, len(cols))
+	for i := range vals {
+		ptrs[i] = &vals[i]
+	}
+	if err := rows.Scan(ptrs...); err != nil {
+		return nil, err
+	}
+	rec := make(core.Record, len(cols))
+	for i, c := range cols {
+		rec[c] = vals[i]
+	}
+	return rec, rows.Err()
 }
 
 // scalar runs a statement that returns one integer, such as COUNT(*).
