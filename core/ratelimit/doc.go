@@ -53,6 +53,47 @@
 // core.DB.CheckSchema), until the check succeeds once; a table that fails
 // it gets no decision. Call [Limiter.CheckSchema] at start-up to fail early.
 //
+// # Write combining
+//
+// With [WithWriteCombining], concurrent decisions of one limiter on one
+// key and rule share guarded writes. A request that finds no write for its
+// key in flight goes alone, on the path above, so a key that is not hot
+// waits for nothing. Requests that arrive while a write is in flight
+// queue, and when it ends they all go in the next write, run by the first
+// of them: count += k, the sum of their costs, guarded on the key, the
+// live window and count ≤ max − k. When it matches, each is admitted with
+// the count it would have had if they had been served one after another
+// in arrival order. When it misses, the row is read: requests whose cost
+// does not fit what is left are denied at that state, and a further write
+// claims as many of the others as fit, and so on; a row without a live
+// window is opened by the first of them on the path above, and the rest
+// claim in it. A request is thus admitted only by a guarded write that
+// leaves the count at most max, and denied only at a state of the row in
+// which it does not fit: when demand exceeds the limit exactly max units
+// are admitted, never more, never fewer, across processes too, each
+// combining its own requests. Checks (cost 0) and costs above max are not
+// combined. A batch gives up after as many lost races as a request.
+//
+// It is an option because it changes which decision a request gets,
+// though never the totals above:
+//   - A batch is decided at the latest clock reading among its requests,
+//     all taken before its write: a request that read the clock just
+//     before its window ended may be counted in the next one.
+//   - Within a batch the order is arrival order, not the database's, and
+//     the batch shares one write's fate: a storage error fails all of it.
+//   - A request whose context ends while it is queued leaves with the
+//     context's error and is not counted. Once its write has started, that
+//     write decides it, and it waits for the outcome even past its
+//     context's end: it is told the truth, admitted and counted, or not,
+//     never counted and told it failed. The write carries the values of
+//     the context of the request running it and ends only when every
+//     request in it has given up, so no client hanging up fails the
+//     others, and a hung write is abandoned once nobody waits for it.
+//
+// Combining pays where writes to one row wait for each other, as a
+// database's do on a hot row: one write then admits a whole batch. Each
+// key has at most one write in flight per limiter.
+//
 // # Denial cache
 //
 // When a key is at its max, no request can be admitted before its window

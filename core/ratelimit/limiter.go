@@ -43,6 +43,7 @@ type Limiter struct {
 	attempts int
 	longest  time.Duration
 	denials  *boundedMap[denial] // nil: no denial cache
+	comb     *combiner           // nil: no write combining
 
 	mu        sync.Mutex // guards pruners and closed
 	pruners   []chan struct{}
@@ -58,6 +59,7 @@ type options struct {
 	attempts int
 	cache    int
 	longest  time.Duration
+	combine  bool
 }
 
 // Option configures [New].
@@ -94,6 +96,14 @@ func WithDenialCache(n int) Option { return func(o *options) { o.cache = n } }
 // then refused.
 func WithLongestWindow(d time.Duration) Option { return func(o *options) { o.longest = d } }
 
+// WithWriteCombining folds the concurrent decisions of this limiter on one
+// key into guarded writes that claim their sum, for hot keys on
+// [Database] storage; other storages refuse it. It is exact, within this
+// limiter and across every process sharing the table, but it is an option
+// because it changes which decision a request gets: see "Write combining"
+// in the package documentation.
+func WithWriteCombining() Option { return func(o *options) { o.combine = true } }
+
 // New returns a limiter on s.
 func New(s Storage, opts ...Option) (*Limiter, error) {
 	o := options{clock: time.Now, attempts: DefaultMaxAttempts, cache: DefaultDenialCacheSize}
@@ -117,11 +127,18 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	case o.longest < 0 || o.longest%time.Millisecond != 0:
 		return nil, invalidf("New: longest window %v must be a positive whole number of milliseconds", o.longest)
 	}
+	ds, isDB := s.(*dbStorage)
+	if o.combine && !isDB {
+		return nil, invalidf("New: WithWriteCombining needs Database storage")
+	}
 	if err := s.check(o.mode); err != nil {
 		return nil, err
 	}
 	l := &Limiter{store: s, clock: o.clock, mode: o.mode, failOpen: o.failOpen,
 		attempts: o.attempts, longest: o.longest, newTicker: realTicker}
+	if o.combine {
+		l.comb = newCombiner(ds)
+	}
 	if o.cache > 0 {
 		l.denials = newBoundedMap(o.cache, func(d denial) int64 { return d.until })
 	}
@@ -174,6 +191,8 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 		if cost > rule.Max {
 			st.allowed = false
 		}
+	} else if l.comb != nil {
+		st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 	} else {
 		st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 	}
