@@ -326,8 +326,11 @@ func approachNames(db string) []string {
 		return []string{redisSluiceName, redisRateName}
 	}
 	names := []string{floorName, referenceName, lockingName}
-	for _, suffix := range []string{incrementSuffix, limiterSuffix, verifySuffix} {
+	for _, suffix := range []string{incrementSuffix, limiterSuffix, combiningSuffix, verifySuffix} {
 		for _, o := range ormNames {
+			if suffix == combiningSuffix && o != "sql" {
+				continue // combining happens above the adapter: one adapter shows it
+			}
 			if o == "pgx" && db != "postgres" {
 				continue // pgx speaks PostgreSQL only
 			}

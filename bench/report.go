@@ -143,6 +143,8 @@ func (r *report) ratios() []ratio {
 			Values: perAdapter(db, kindLimiter, kindLocking, hotKey, hotKey)})
 		add(ratio{DB: db, What: "rate limiter ÷ SQL floor", Scenario: denialStorm, Target: 10, Binding: binding,
 			Values: perAdapter(db, kindLimiter, kindFloor, denialStorm, denialStorm)})
+		add(ratio{DB: db, What: "rate limiter with write combining ÷ SQL floor", Scenario: hotKey, Target: 10,
+			Binding: db == "postgres" || db == "mysql", Values: perAdapter(db, kindCombining, kindFloor, hotKey, hotKey)})
 		add(ratio{DB: db, What: "IncrementOne ÷ SQL floor", Scenario: uniformKeys,
 			Values: perAdapter(db, kindIncrement, kindFloor, uniformKeys, uniformKeys)})
 		add(ratio{DB: db, What: "API-key verify ÷ read-then-write reference", Scenario: uniformKeys,

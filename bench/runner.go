@@ -67,6 +67,7 @@ const (
 	kindLocking   kind = "locking"
 	kindIncrement kind = "increment"
 	kindLimiter   kind = "limiter"
+	kindCombining kind = "limiter-combining"
 	kindAPIKey    kind = "apikey"
 	kindRedis     kind = "redis-sluice"
 	kindRedisRate kind = "redis_rate"

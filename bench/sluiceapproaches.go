@@ -194,7 +194,19 @@ func (e *sqlEnv) increment(o orm) *approach {
 
 // limiter is the rate limiter's decision, ratelimit.Database on the adapter.
 func (e *sqlEnv) limiter(o orm) (*approach, error) {
-	lim, err := ratelimit.New(ratelimit.Database(o.db))
+	return e.limiterWith(o, o.name+limiterSuffix, kindLimiter)
+}
+
+// combiningLimiter is the rate limiter with write combining
+// (ratelimit.WithWriteCombining): concurrent decisions on one key fold into
+// one guarded claim. It runs on the database/sql adapter: combining happens
+// above the adapter, so one adapter shows it.
+func (e *sqlEnv) combiningLimiter(o orm) (*approach, error) {
+	return e.limiterWith(o, o.name+combiningSuffix, kindCombining, ratelimit.WithWriteCombining())
+}
+
+func (e *sqlEnv) limiterWith(o orm, name string, k kind, opts ...ratelimit.Option) (*approach, error) {
+	lim, err := ratelimit.New(ratelimit.Database(o.db), opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -202,11 +214,12 @@ func (e *sqlEnv) limiter(o orm) (*approach, error) {
 		d, err := lim.Consume(ctx, key, ratelimit.Rule{Window: window, Max: max})
 		return d.Allowed, err
 	}
-	a := e.rawApproach(o.name+limiterSuffix, kindLimiter, o.name+"-limiter", decide)
+	label := strings.ReplaceAll(strings.TrimPrefix(name, o.name+" "), " ", "-")
+	a := e.rawApproach(name, k, o.name+"-"+label, decide)
 	// The limit check starts from no row at all, so that the limiter's
 	// creation race (one opener, the others counted) is checked too.
 	a.burst = func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
-		key := fmt.Sprintf("burst-%s-limiter-%d", o.name, e.burstSeq.Add(1))
+		key := fmt.Sprintf("burst-%s-%s-%d", o.name, label, e.burstSeq.Add(1))
 		return func(ctx context.Context, _ int) (bool, error) { return decide(ctx, key, burstMax) },
 			func(ctx context.Context) (int64, error) { return e.counterOf(ctx, key) }, nil
 	}
@@ -327,6 +340,16 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	}
 	for _, o := range orms {
 		a, err := e.limiter(o)
+		if err != nil {
+			return fail(err)
+		}
+		b.approaches = append(b.approaches, a)
+	}
+	for _, o := range orms {
+		if o.name != "sql" {
+			continue
+		}
+		a, err := e.combiningLimiter(o)
 		if err != nil {
 			return fail(err)
 		}

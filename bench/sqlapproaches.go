@@ -19,6 +19,7 @@ const (
 	lockingName     = "SQL pessimistic: SELECT … FOR UPDATE"
 	incrementSuffix = " IncrementOne"
 	limiterSuffix   = " rate limiter"
+	combiningSuffix = " rate limiter, write combining"
 	verifySuffix    = " API-key verify"
 	redisSluiceName = "sluice Redis storage (rate limiter)"
 	redisRateName   = "go-redis/redis_rate"

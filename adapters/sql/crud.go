@@ -2,7 +2,6 @@ package sluicesql
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/sluice-go/sluice/core"
@@ -320,5 +319,3 @@ func (a *Adapter) Count(ctx context.Context, t *core.Table, where []core.Where) 
 	})
 	return n, err
 }
-
-var errVanished = errors.New("row vanished while locked")

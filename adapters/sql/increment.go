@@ -84,12 +84,17 @@ func setsUnique(t *core.Table, set []core.Assignment) bool {
 	return false
 }
 
-// incrementLocked is the MySQL path: lock, update by primary key, read back.
+// incrementLocked is the MySQL path: lock the first match and read it,
+// update it by primary key, commit. The row after the write is the row
+// read under the lock with the write applied in Go: nothing else can
+// change it before the commit, so a read-back would say the same for one
+// more round trip. An increment that would overflow is refused here,
+// before the UPDATE.
 func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
 	pk := t.PrimaryKey().Name
 	lock, largs := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
-		b.ident(pk)
+		b.columns(t)
 		b.write(" FROM ")
 		b.ident(t.Name)
 		b.where(where)
@@ -100,15 +105,18 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 	var out core.Record
 	err := a.writeTx(ctx, func(tx *Adapter) error {
 		out = nil
-		ids, err := tx.query(ctx, lock, largs)
-		if err != nil || len(ids) == 0 {
+		row, err := tx.queryOne(ctx, lock, largs)
+		if err != nil || row == nil {
 			return err
 		}
-		id, err := core.ParseInt(ids[0][pk])
+		id, err := core.ParseInt(row[pk])
 		if err != nil {
 			return fmt.Errorf("primary key %q: %w", pk, err)
 		}
-		byPK := append([]core.Where{core.Eq(pk, id)}, where...)
+		if err := applyWrite(row, inc, set); err != nil {
+			return err
+		}
+		byPK := []core.Where{core.Eq(pk, id)}
 		q, args := tx.stmt(t, kindUpdateByPK, byPK, inc, set, func(b *builder) {
 			b.write("UPDATE ")
 			b.ident(t.Name)
@@ -118,14 +126,34 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 		if _, err := tx.exec(ctx, q, args); err != nil {
 			return err
 		}
-		out, err = tx.findByPK(ctx, t, id)
-		if err == nil && out == nil {
-			err = fmt.Errorf("%s: %s=%d: %w", a.e.name(), pk, id, errVanished)
-		}
-		return err
+		out = row
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// applyWrite applies deltas and assignments to a row read under lock, as
+// the UPDATE will: NULL plus a delta stays NULL, and a sum past int64 is
+// core.ErrInvalid, as the database would answer.
+func applyWrite(row core.Record, inc []core.Delta, set []core.Assignment) error {
+	for _, d := range inc {
+		if row[d.Column] == nil {
+			continue
+		}
+		cur, err := core.ParseInt(row[d.Column])
+		if err != nil {
+			return fmt.Errorf("column %q: %w", d.Column, err)
+		}
+		if (d.By > 0 && cur > maxInt64-d.By) || (d.By < 0 && cur < minInt64-d.By) {
+			return fmt.Errorf("%w: column %q: %d %+d overflows int64", core.ErrInvalid, d.Column, cur, d.By)
+		}
+		row[d.Column] = cur + d.By
+	}
+	for _, s := range set {
+		row[s.Column] = s.Value
+	}
+	return nil
 }
