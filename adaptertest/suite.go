@@ -20,7 +20,9 @@ import (
 //	func TestConformance(t *testing.T) { adaptertest.Run(t, newHarness) }
 func Run(t *testing.T, newHarness HarnessMaker) {
 	t.Run("Contract", func(t *testing.T) { runContract(t, newHarness) })
-	t.Run("Race", func(t *testing.T) { runScenarios(t, newHarness, append(append(raceScenarios(), contentionScenarios()...), fallbackBurstScenarios()...)) })
+	t.Run("Race", func(t *testing.T) {
+		runScenarios(t, newHarness, append(append(raceScenarios(), contentionScenarios()...), fallbackBurstScenarios()...))
+	})
 	t.Run("RateLimit", func(t *testing.T) { runScenarios(t, newHarness, rateLimitScenarios()) })
 	t.Run("APIKey", func(t *testing.T) { runScenarios(t, newHarness, apiKeyScenarios()) })
 }
