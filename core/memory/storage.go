@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -27,16 +28,29 @@ type Storage struct {
 	clock  func() time.Time
 	seed   maphash.Seed
 	shards [storageShards]storageShard
-	calls  atomic.Int64
 }
 
 const storageShards = 32
 
+// storageShard pads its fields to a whole number of cache lines: shards
+// lie side by side, and goroutines working on different shards must not
+// contend for one line.
 type storageShard struct {
+	shardFields
+	_ [cacheLine - unsafe.Sizeof(shardFields{})%cacheLine]byte
+}
+
+type shardFields struct {
 	mu      sync.Mutex
 	entries map[string]*storageEntry
 	sweepAt int // sweep when the shard reaches this size
+	// calls is counted per shard: one counter for the whole storage would
+	// be a line that every operation writes, whatever its key.
+	calls atomic.Int64
 }
+
+// cacheLine is the size of a CPU cache line on the common platforms.
+const cacheLine = 64
 
 // minSweep is the size below which a shard is never swept.
 const minSweep = 64
@@ -51,8 +65,8 @@ type storageEntry struct {
 // StorageOption configures [NewStorage].
 type StorageOption func(*Storage)
 
-// WithClock makes the storage read time from clock instead of time.Now, so
-// tests can move time by hand.
+// WithClock makes the storage read time from clock instead of the
+// monotonic clock, so tests can move time by hand.
 func WithClock(clock func() time.Time) StorageOption {
 	return func(s *Storage) {
 		if clock != nil {
@@ -63,7 +77,7 @@ func WithClock(clock func() time.Time) StorageOption {
 
 // NewStorage returns an empty storage.
 func NewStorage(opts ...StorageOption) *Storage {
-	s := &Storage{clock: time.Now, seed: maphash.MakeSeed()}
+	s := &Storage{clock: monotonicClock(), seed: maphash.MakeSeed()}
 	for i := range s.shards {
 		s.shards[i].entries = map[string]*storageEntry{}
 		s.shards[i].sweepAt = minSweep
@@ -76,17 +90,34 @@ func NewStorage(opts ...StorageOption) *Storage {
 
 // Calls returns how many operations the storage has served: one per round
 // trip a networked storage would make.
-func (s *Storage) Calls() int64 { return s.calls.Load() }
+func (s *Storage) Calls() int64 {
+	var n int64
+	for i := range s.shards {
+		n += s.shards[i].calls.Load()
+	}
+	return n
+}
+
+// monotonicClock is the default clock: time.Now's instant, then read from
+// the monotonic clock alone. Expiries are only ever compared with this same
+// clock, so they need no wall time; one clock read is cheaper than
+// time.Now's two, and a wall clock stepped back or forth moves no expiry.
+func monotonicClock() func() time.Time {
+	start := time.Now()
+	return func() time.Time { return start.Add(time.Since(start)) }
+}
 
 // lock counts the call, honours the context, and returns the key's shard
 // locked, with the current time.
 func (s *Storage) lock(ctx context.Context, key string) (*storageShard, time.Time, error) {
-	s.calls.Add(1)
+	sh := &s.shards[maphash.String(s.seed, key)%storageShards]
+	sh.calls.Add(1)
 	if err := ctx.Err(); err != nil {
 		return nil, time.Time{}, err
 	}
-	sh := &s.shards[maphash.String(s.seed, key)%storageShards]
 	sh.mu.Lock()
+	// Read under the lock, so that operations on a key see time in the
+	// order they run: a TTL handed back is never longer than what is left.
 	return sh, s.clock(), nil
 }
 

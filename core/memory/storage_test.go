@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -171,6 +172,47 @@ func TestStorageHonoursContext(t *testing.T) {
 	if _, err := s.Increment(ctx, "k", 1, time.Second); !errors.Is(err, context.Canceled) {
 		t.Errorf("Increment on a cancelled context: %v", err)
 	}
+}
+
+// TestStorageCountsEveryCall checks Calls over keys spread across every
+// shard, a call refused for its context included: the count is kept per
+// shard, and Calls must add them all up.
+func TestStorageCountsEveryCall(t *testing.T) {
+	s, _ := newStorage()
+	ctx := context.Background()
+	const keys = 500
+	for i := range keys {
+		if _, err := s.Increment(ctx, fmt.Sprint("k", i), 1, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, _, _ = s.Get(cancelled, "k0")
+	if got := s.Calls(); got != keys+1 {
+		t.Errorf("Calls() = %d after %d calls", got, keys+1)
+	}
+}
+
+// TestStorageDefaultClockExpires runs the default clock in a synctest
+// bubble, whose time only moves when every goroutine waits: the counter
+// lives until its TTL has passed on that clock, and not a moment longer.
+func TestStorageDefaultClockExpires(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := memory.NewStorage()
+		ctx := context.Background()
+		if _, err := s.Increment(ctx, "n", 1, time.Second); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(999 * time.Millisecond)
+		if got, _ := s.Increment(ctx, "n", 1, time.Second); got != (core.Counter{Value: 2, TTL: time.Millisecond}) {
+			t.Fatalf("before the TTL ends: %+v, want 2 with 1ms left", got)
+		}
+		time.Sleep(time.Millisecond)
+		if _, ok, _ := s.Get(ctx, "n"); ok {
+			t.Error("the counter outlived its TTL")
+		}
+	})
 }
 
 func ExampleStorage() {

@@ -32,28 +32,38 @@ func (s *memStorage) check(Mode) error {
 }
 
 // consume runs the same decision as the database storage, under the shard's
-// lock instead of guarded writes.
+// lock instead of guarded writes. The lock is released by hand rather than
+// deferred: this is the whole of a decision's storage cost.
 func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
 	w := rule.Window.Milliseconds()
 	sh := s.m.lock(key)
-	defer sh.mu.Unlock()
 	e, ok := sh.m[key]
 	switch {
-	case !ok || now-e.last >= w:
+	case !ok:
 		s.m.store(sh, key, &memEntry{count: cost, last: now, window: w}, now)
+		sh.mu.Unlock()
+		return state{allowed: true, count: cost, reset: now + w}, nil
+	case now-e.last >= w:
+		// A new window on a known key: the entry is reused, not replaced.
+		e.count, e.last, e.window = cost, now, w
+		sh.mu.Unlock()
 		return state{allowed: true, count: cost, reset: now + w}, nil
 	case e.count > rule.Max-cost:
-		return state{count: e.count, reset: e.last + w}, nil
+		st := state{count: e.count, reset: e.last + w}
+		sh.mu.Unlock()
+		return st, nil
 	}
 	e.count += cost
 	e.window = w
 	if m == BetterAuthWindow {
 		e.last = now
 	}
-	return state{allowed: true, count: e.count, reset: e.last + w}, nil
+	st := state{allowed: true, count: e.count, reset: e.last + w}
+	sh.mu.Unlock()
+	return st, nil
 }
 
 func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
