@@ -2,7 +2,9 @@ package ratelimit
 
 import (
 	"hash/maphash"
+	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 // boundedMap is a map of at most a fixed number of keys, split into shards
@@ -13,10 +15,16 @@ import (
 type boundedMap[V any] struct {
 	seed   maphash.Seed
 	shards []boundedShard[V]
+	mask   uint64 // len(shards)-1: the shard count is a power of two
 	expiry func(V) int64
 }
 
 type boundedShard[V any] struct {
+	shard[V]
+	_ [64 - unsafe.Sizeof(shard[int]{})%64]byte // one cache line each: no false sharing between locks
+}
+
+type shard[V any] struct {
 	mu  sync.Mutex
 	m   map[string]V
 	cap int
@@ -31,10 +39,11 @@ const (
 
 func newBoundedMap[V any](maxKeys int, expiry func(V) int64) *boundedMap[V] {
 	n := min(max(maxKeys/keysPerShard, 1), maxShards)
-	b := &boundedMap[V]{seed: maphash.MakeSeed(), shards: make([]boundedShard[V], n), expiry: expiry}
+	n = 1 << (bits.Len(uint(n)) - 1) // a power of two, so a mask picks the shard
+	b := &boundedMap[V]{seed: maphash.MakeSeed(), shards: make([]boundedShard[V], n), mask: uint64(n - 1), expiry: expiry}
 	for i := range b.shards {
 		// Spread the remainder so that the caps add up to maxKeys exactly.
-		b.shards[i] = boundedShard[V]{m: map[string]V{}, cap: maxKeys / n}
+		b.shards[i].shard = shard[V]{m: map[string]V{}, cap: maxKeys / n}
 		if i < maxKeys%n {
 			b.shards[i].cap++
 		}
@@ -44,7 +53,7 @@ func newBoundedMap[V any](maxKeys int, expiry func(V) int64) *boundedMap[V] {
 
 // lock returns key's shard, locked.
 func (b *boundedMap[V]) lock(key string) *boundedShard[V] {
-	s := &b.shards[maphash.String(b.seed, key)%uint64(len(b.shards))]
+	s := &b.shards[maphash.String(b.seed, key)&b.mask]
 	s.mu.Lock()
 	return s
 }

@@ -87,7 +87,8 @@ func WithFailOpen() Option { return func(o *options) { o.failOpen = true } }
 func WithMaxAttempts(n int) Option { return func(o *options) { o.attempts = n } }
 
 // WithDenialCache sets how many denied keys the limiter remembers (default
-// [DefaultDenialCacheSize]); 0 turns the denial cache off.
+// [DefaultDenialCacheSize]); 0 turns the denial cache off. [Memory] storage
+// has no use for one: it answers a denial at the cost of a cache lookup.
 func WithDenialCache(n int) Option { return func(o *options) { o.cache = n } }
 
 // WithLongestWindow declares the longest window any rule of this limiter
@@ -139,7 +140,9 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	if o.combine {
 		l.comb = newCombiner(ds)
 	}
-	if o.cache > 0 {
+	// Memory storage answers a denial with the same lock and lookup the
+	// cache would cost, so it goes without one.
+	if _, inMemory := s.(*memStorage); o.cache > 0 && !inMemory {
 		l.denials = newBoundedMap(o.cache, func(d denial) int64 { return d.until })
 	}
 	return l, nil
