@@ -31,28 +31,36 @@ func release(n int, fn func(i int)) {
 	done.Wait()
 }
 
-// concurrentEnvs are the configurations every race test runs on. Their
-// reads pass through a gate that verifyAll arms, so that every concurrent
-// verification reads before any writes.
+// concurrentEnvs are the configurations every race test runs on. The
+// first three verify by reading the key and then writing, with reads held
+// at a gate that verifyAll arms, so that every concurrent verification
+// reads before any writes. The "remembered" ones skip the read, planning
+// from the key as the manager last saw it, and hold their writes at the
+// gate instead, so that every verification plans before any writes.
 func concurrentEnvs(t *testing.T) map[string]func(opts ...Option) *env {
-	gated := func(native bool, cache bool, opts ...Option) *env {
+	gated := func(native, cache, remember bool, opts ...Option) *env {
 		g := &gates{}
 		mem := memory.New()
-		var a core.Adapter = gatedAdapter{mem.WithoutIncrementOne(), g}
+		var a core.Adapter = gatedAdapter{mem.WithoutIncrementOne(), g, remember}
 		if native {
-			a = gatedIncrementer{gatedAdapter{mem, g}}
+			a = gatedIncrementer{gatedAdapter{mem, g, remember}}
 		}
 		if cache {
 			opts = append([]Option{WithCache(gatedCache{NewMemoryStore(nil), g}, time.Hour)}, opts...)
+		}
+		if !remember {
+			opts = append([]Option{WithKeyStateCache(0)}, opts...)
 		}
 		e := newEnvOn(t, mem, a, opts...)
 		e.gates = g
 		return e
 	}
 	return map[string]func(opts ...Option) *env{
-		"native":   func(opts ...Option) *env { return gated(true, false, opts...) },
-		"fallback": func(opts ...Option) *env { return gated(false, false, opts...) },
-		"cached":   func(opts ...Option) *env { return gated(true, true, opts...) },
+		"native":              func(opts ...Option) *env { return gated(true, false, false, opts...) },
+		"fallback":            func(opts ...Option) *env { return gated(false, false, false, opts...) },
+		"cached":              func(opts ...Option) *env { return gated(true, true, false, opts...) },
+		"remembered":          func(opts ...Option) *env { return gated(true, false, true, opts...) },
+		"remembered-fallback": func(opts ...Option) *env { return gated(false, false, true, opts...) },
 	}
 }
 

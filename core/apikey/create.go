@@ -190,6 +190,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 	if err != nil {
 		return "", nil, err
 	}
+	m.keys.put(s) // so that even the first verification can skip the read
 	key, err = s.toKey()
 	return plaintext, key, err
 }

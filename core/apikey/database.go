@@ -62,6 +62,7 @@ func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*St
 	if err != nil {
 		return nil, err
 	}
+	m.keys.put(after) // the new settings, so that the next verification's write is planned on them
 	return after, nil
 }
 

@@ -4,13 +4,19 @@
 //
 // A key is shown to its owner once, at creation; only its SHA-256 hash
 // (base64url without padding, the same as Better Auth) is stored. [Manager.Verify]
-// reads the key and then spends its quota and its rate-limit slot in one
-// guarded [core.DB.IncrementOne]: the refill, the quota decrement, the
-// rate-limit step and the updatedAt stamp are combined, so a request that
-// the rate limit denies never spends quota and an exhausted key never spends
-// a rate-limit slot. A lost race re-reads and decides again, a bounded
-// number of times. In steady state a verification costs two round trips:
-// one read and one guarded write.
+// spends a key's quota and its rate-limit slot in one guarded
+// [core.DB.IncrementOne]: the refill, the quota decrement, the rate-limit
+// step and the updatedAt stamp are combined, so a request that the rate
+// limit denies never spends quota and an exhausted key never spends a
+// rate-limit slot. The manager remembers each key as the database last
+// returned it ([WithKeyStateCache]) and plans the write from that, so in
+// steady state a verification costs one round trip: the guarded write,
+// which finds the key by its hash and returns it. Its guard holds only
+// where the rules decide exactly what was planned (enabled, unexpired,
+// the same settings, the counters in range), so a key changed meanwhile
+// makes it miss, never admit wrongly; then, and for a key not remembered,
+// the key is read first and the write planned on what was read. A lost
+// race re-reads and decides again, a bounded number of times.
 //
 // Three storage modes exist:
 //   - database ([New]): the database holds every key;

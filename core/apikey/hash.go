@@ -24,7 +24,9 @@ const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 // verify with the other.
 func Hash(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
+	var out [43]byte // base64 of 32 bytes, unpadded: encoded here, one allocation for the string
+	base64.RawURLEncoding.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // randomLetters returns n letters drawn uniformly from crypto/rand.

@@ -170,26 +170,97 @@ type gates struct{ p atomic.Pointer[readGate] }
 
 func (g *gates) wait() { g.p.Load().wait() }
 
-// gatedAdapter passes every call through, holding FindOne at the gate.
+// gatedAdapter passes every call through, holding at the gate either
+// FindOne (after it) or, with writes set, the start of every write that a
+// verification makes (IncrementOne, or the fallback's Transaction).
 type gatedAdapter struct {
 	core.Adapter
-	g *gates
+	g      *gates
+	writes bool
 }
 
 func (a gatedAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
 	rec, err := a.Adapter.FindOne(ctx, t, where)
-	a.g.wait() // after the read: the snapshot is taken before anyone writes
+	if !a.writes {
+		a.g.wait() // after the read: the snapshot is taken before anyone writes
+	}
 	return rec, err
 }
 
 func (a gatedAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	if a.writes {
+		a.g.wait() // before the write: every verification has planned it
+	}
 	return a.Adapter.(core.Transactor).Transaction(ctx, fn)
 }
 
 type gatedIncrementer struct{ gatedAdapter }
 
 func (a gatedIncrementer) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	if a.writes {
+		a.g.wait()
+	}
 	return a.Adapter.(core.Incrementer).IncrementOne(ctx, t, where, inc, set)
+}
+
+// countingAdapter counts the calls of each adapter method that a
+// verification may make.
+type countingAdapter struct {
+	*memory.Memory
+	findOne, increment, other atomic.Int64
+}
+
+func (c *countingAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+	c.findOne.Add(1)
+	return c.Memory.FindOne(ctx, t, where)
+}
+
+func (c *countingAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	c.increment.Add(1)
+	return c.Memory.IncrementOne(ctx, t, where, inc, set)
+}
+
+func (c *countingAdapter) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+	c.other.Add(1)
+	return c.Memory.Update(ctx, t, where, set)
+}
+
+func (c *countingAdapter) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+	c.other.Add(1)
+	return c.Memory.Delete(ctx, t, where)
+}
+
+func (c *countingAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	c.other.Add(1)
+	return c.Memory.Transaction(ctx, fn)
+}
+
+// calls returns the counts so far: FindOne, IncrementOne, and the rest of
+// the methods counted.
+func (c *countingAdapter) calls() [3]int64 {
+	return [3]int64{c.findOne.Load(), c.increment.Load(), c.other.Load()}
+}
+
+// unguarded is a deliberately broken database: its IncrementOne ignores
+// the guards on the given fields, as a verification whose write forgot
+// them would. A race test must fail on it.
+type unguarded struct {
+	*memory.Memory
+	fields []string
+}
+
+func (u unguarded) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+	kept := make([]core.Where, 0, len(where))
+next:
+	for _, w := range where {
+		for _, f := range u.fields {
+			if c, ok := t.Column(f); ok && c.Name == w.Field {
+				continue next
+			}
+		}
+		kept = append(kept, w)
+	}
+	return u.Memory.IncrementOne(ctx, t, kept, inc, set)
 }
 
 // gatedCache holds Get at the gate.

@@ -140,33 +140,70 @@ func (s *StoredKey) refillable() bool {
 	return s.RefillInterval != nil && *s.RefillInterval > 0 && s.RefillAmount != nil && *s.RefillAmount > 0
 }
 
+// storedRow is a StoredKey with room for what its pointers point to, so
+// that converting a row allocates once rather than once per nullable field.
+type storedRow struct {
+	s    StoredKey
+	ints [8]int64
+	strs [5]string
+}
+
 // fromRow converts a row of the apikey model.
 func fromRow(r core.Row) *StoredKey {
-	s := &StoredKey{
+	a := &storedRow{}
+	ni, ns := 0, 0
+	nullInt := func(f string) *int64 {
+		n, ok := r.NullInt(f)
+		if !ok {
+			return nil
+		}
+		p := &a.ints[ni]
+		*p, ni = n, ni+1
+		return p
+	}
+	nullMs := func(f string) *int64 {
+		t, ok := r.NullTime(f)
+		if !ok {
+			return nil
+		}
+		p := &a.ints[ni]
+		*p, ni = t.UnixMilli(), ni+1
+		return p
+	}
+	nullText := func(f string) *string {
+		v, ok := r.NullText(f)
+		if !ok {
+			return nil
+		}
+		p := &a.strs[ns]
+		*p, ns = v, ns+1
+		return p
+	}
+	a.s = StoredKey{
 		ID:                  r.Int("id"),
 		ConfigID:            r.Text("configId"),
-		Name:                nullText(r, "name"),
-		Start:               nullText(r, "start"),
-		Prefix:              nullText(r, "prefix"),
+		Name:                nullText("name"),
+		Start:               nullText("start"),
+		Prefix:              nullText("prefix"),
 		Key:                 r.Text("key"),
 		ReferenceID:         r.Text("referenceId"),
 		Enabled:             r.Bool("enabled"),
 		RateLimitEnabled:    r.Bool("rateLimitEnabled"),
-		RateLimitTimeWindow: nullInt(r, "rateLimitTimeWindow"),
-		RateLimitMax:        nullInt(r, "rateLimitMax"),
+		RateLimitTimeWindow: nullInt("rateLimitTimeWindow"),
+		RateLimitMax:        nullInt("rateLimitMax"),
 		RequestCount:        r.Int("requestCount"),
-		Remaining:           nullInt(r, "remaining"),
-		RefillInterval:      nullInt(r, "refillInterval"),
-		RefillAmount:        nullInt(r, "refillAmount"),
-		LastRefillAt:        nullMs(r, "lastRefillAt"),
-		LastRequest:         nullMs(r, "lastRequest"),
-		ExpiresAt:           nullMs(r, "expiresAt"),
+		Remaining:           nullInt("remaining"),
+		RefillInterval:      nullInt("refillInterval"),
+		RefillAmount:        nullInt("refillAmount"),
+		LastRefillAt:        nullMs("lastRefillAt"),
+		LastRequest:         nullMs("lastRequest"),
+		ExpiresAt:           nullMs("expiresAt"),
 		CreatedAt:           r.Time("createdAt").UnixMilli(),
 		UpdatedAt:           r.Time("updatedAt").UnixMilli(),
-		Permissions:         nullText(r, "permissions"),
-		Metadata:            nullText(r, "metadata"),
+		Permissions:         nullText("permissions"),
+		Metadata:            nullText("metadata"),
 	}
-	return s
+	return &a.s
 }
 
 // values returns the stored key as the field values of a Create, without id.
@@ -216,28 +253,6 @@ func timePtr(ms *int64) any {
 		return nil
 	}
 	return time.UnixMilli(*ms).UTC()
-}
-
-func nullText(r core.Row, f string) *string {
-	if s, ok := r.NullText(f); ok {
-		return &s
-	}
-	return nil
-}
-
-func nullInt(r core.Row, f string) *int64 {
-	if n, ok := r.NullInt(f); ok {
-		return &n
-	}
-	return nil
-}
-
-func nullMs(r core.Row, f string) *int64 {
-	if t, ok := r.NullTime(f); ok {
-		ms := t.UnixMilli()
-		return &ms
-	}
-	return nil
 }
 
 func ptr[T any](v T) *T { return &v }

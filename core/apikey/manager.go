@@ -26,6 +26,7 @@ type Manager struct {
 	cache    core.SecondaryStorage // cached mode: keys by hash, the database stays the truth
 	cacheTTL time.Duration
 	store    *storeOnly // storage-only mode
+	keys     *keyCache  // database mode: keys as last seen, to plan a write without a read; nil when off
 	o        options
 	schema   *schemaCheck // database mode
 }
@@ -46,6 +47,8 @@ type options struct {
 	cache       core.SecondaryStorage
 	cacheTTL    time.Duration
 	dropExpired bool
+	keyState    int  // WithKeyStateCache
+	keyStateSet bool // WithKeyStateCache was given
 }
 
 // Option configures [New] and [NewStorageOnly].
@@ -90,13 +93,32 @@ func WithStoragePrefix(p string) Option { return func(o *options) { o.prefix = p
 // an error instead (before the database write, nothing has changed; after
 // it, the error says so). A cache hit costs two reads of s, the entry and
 // its generation. Changes made to the database behind the manager's back
-// are seen when the entry expires.
+// are seen when the entry expires. A verification of a key that the
+// manager remembers ([WithKeyStateCache]) with a cost above 0 goes to the
+// database's guarded write first and consults s only if that misses.
 func WithCache(s core.SecondaryStorage, ttl time.Duration) Option {
 	return func(o *options) { o.withCache, o.cache, o.cacheTTL = true, s, ttl }
 }
 
+// WithKeyStateCache sets how many keys the manager remembers, in its own
+// memory, as the database last returned them (default
+// [DefaultKeyStateCache]; 0 turns it off). A verification of a remembered
+// key skips the read: it plans from the remembered state and sends one
+// guarded write that finds the key by its hash, and whose guard re-checks
+// in the database everything the plan was decided on (enabled, expiry,
+// quota, refill, rate-limit window and counters, and the key's rate-limit
+// and refill settings, which must equal the remembered ones). When the key
+// has changed in a way that matters, the write matches nothing and the
+// verification reads the key and decides again, so a remembered state,
+// however old, costs a round trip, never a wrong answer: a key disabled,
+// deleted or reconfigured, by this server or any other, is answered as it
+// now is. Only for [New].
+func WithKeyStateCache(n int) Option {
+	return func(o *options) { o.keyState, o.keyStateSet = n, true }
+}
+
 func buildOptions(op string, opts []Option) (options, error) {
-	o := options{clock: time.Now, maxAttempts: DefaultMaxAttempts, rateLimit: DefaultRateLimit, prefix: "sluice:apikey:"}
+	o := options{clock: time.Now, maxAttempts: DefaultMaxAttempts, rateLimit: DefaultRateLimit, prefix: "sluice:apikey:", keyState: DefaultKeyStateCache}
 	for i, opt := range opts {
 		if opt == nil {
 			return o, invalidf("%s: option %d of %d is nil", op, i+1, len(opts))
@@ -110,6 +132,8 @@ func buildOptions(op string, opts []Option) (options, error) {
 		return o, invalidf("WithClock: nil clock")
 	case o.maxAttempts < 1:
 		return o, invalidf("WithMaxAttempts: %d attempts; need at least 1", o.maxAttempts)
+	case o.keyState < 0:
+		return o, invalidf("WithKeyStateCache: %d keys is negative; use 0 to turn it off", o.keyState)
 	}
 	if err := checkRateLimit(o.rateLimit); err != nil {
 		return o, fmt.Errorf("WithDefaultRateLimit: %w", err)
@@ -136,7 +160,7 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 	if _, ok := db.Schema().Table(core.ModelAPIKey); !ok {
 		return nil, invalidf("New: the schema has no %q model", core.ModelAPIKey)
 	}
-	m := &Manager{db: db, o: o, schema: &schemaCheck{turn: make(chan struct{}, 1)}}
+	m := &Manager{db: db, o: o, schema: &schemaCheck{turn: make(chan struct{}, 1)}, keys: newKeyCache(o.keyState)}
 	if o.withCache {
 		if o.cacheTTL <= 0 {
 			return nil, invalidf("WithCache: ttl %v must be positive", o.cacheTTL)
@@ -166,6 +190,9 @@ func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
 	}
 	if o.withCache {
 		return nil, invalidf("NewStorageOnly: WithCache applies to database mode only")
+	}
+	if o.keyStateSet {
+		return nil, invalidf("NewStorageOnly: WithKeyStateCache applies to database mode only")
 	}
 	ix, _ := s.(Indexer)
 	return &Manager{store: &storeOnly{s: s, c: c, ix: ix, prefix: o.prefix}, o: o}, nil

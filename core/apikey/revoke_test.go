@@ -199,7 +199,9 @@ func TestRevocationRefusesALateFill(t *testing.T) {
 		for _, rv := range revocations {
 			t.Run(fl.name+"/"+rv.name, func(t *testing.T) {
 				cache := newHeldCache()
-				e := newEnv(t, WithCache(cache, time.Hour))
+				// Without the key-state cache, which would let the cost-1
+				// verification skip the shared cache, the fill under test.
+				e := newEnv(t, WithCache(cache, time.Hour), WithKeyStateCache(0))
 				key, k := e.create(t, revocable)
 				if fl.warm {
 					e.verify(t, key, Cost(0))
@@ -303,21 +305,28 @@ func raceRevocation(t *testing.T, m *Manager, key string, id int64, rv revocatio
 // TestRevocationRace runs verifications of every cost concurrently with
 // the change: once the change has returned, every verification that starts
 // sees the new key.
+//
+// It runs with the key-state cache (cost-1 verifications of a remembered
+// key go straight to the guarded write) and without it (every verification
+// goes through the shared cache, the configuration that
+// TestRevocationRaceCatchesALateFill shows the race can fail on).
 func TestRevocationRace(t *testing.T) {
 	const rounds, verifiers, afterward = 30, 8, 10
-	for _, rv := range revocations {
-		t.Run(rv.name, func(t *testing.T) {
-			var stale int64
-			for range rounds {
-				mem := memory.New()
-				e := newEnvOn(t, mem, yieldingDB{mem}, WithCache(yieldingCache{NewMemoryStore(nil)}, time.Hour))
-				key, k := e.create(t, revocable)
-				stale += raceRevocation(t, e.m, key, k.ID, rv, verifiers, afterward)
-			}
-			if stale > 0 {
-				t.Errorf("%d of %d verifications after the change returned saw the key as it was", stale, rounds*verifiers*afterward)
-			}
-		})
+	for cfg, opts := range map[string][]Option{"remembered": nil, "shared cache only": {WithKeyStateCache(0)}} {
+		for _, rv := range revocations {
+			t.Run(cfg+"/"+rv.name, func(t *testing.T) {
+				var stale int64
+				for range rounds {
+					mem := memory.New()
+					e := newEnvOn(t, mem, yieldingDB{mem}, append([]Option{WithCache(yieldingCache{NewMemoryStore(nil)}, time.Hour)}, opts...)...)
+					key, k := e.create(t, revocable)
+					stale += raceRevocation(t, e.m, key, k.ID, rv, verifiers, afterward)
+				}
+				if stale > 0 {
+					t.Errorf("%d of %d verifications after the change returned saw the key as it was", stale, rounds*verifiers*afterward)
+				}
+			})
+		}
 	}
 }
 
@@ -382,15 +391,15 @@ func (c forgetfulCache) Set(ctx context.Context, key, value string, ttl time.Dur
 	return c.yieldingCache.Set(ctx, key, value, ttl)
 }
 
-// TestRevocationRaceCatchesALateFill runs the race of TestRevocationRace
-// with a cache that loses generations until it sees a revoked key answer
+// TestRevocationRaceCatchesALateFill runs the race of TestRevocationRace,
+// shared cache only, with a cache that loses generations until it sees a revoked key answer
 // as valid: a race test that cannot fail proves nothing.
 func TestRevocationRaceCatchesALateFill(t *testing.T) {
 	const tries, verifiers, afterward = 300, 8, 10
 	rv := revocations[0] // disable
 	for i := range tries {
 		mem := memory.New()
-		e := newEnvOn(t, mem, yieldingDB{mem}, WithCache(forgetfulCache{yieldingCache{NewMemoryStore(nil)}}, time.Hour))
+		e := newEnvOn(t, mem, yieldingDB{mem}, WithCache(forgetfulCache{yieldingCache{NewMemoryStore(nil)}}, time.Hour), WithKeyStateCache(0))
 		key, k := e.create(t, revocable)
 		if stale := raceRevocation(t, e.m, key, k.ID, rv, verifiers, afterward); stale > 0 {
 			t.Logf("try %d: %d verifications after the change saw the key as it was", i+1, stale)

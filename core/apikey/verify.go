@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -34,11 +35,18 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the context ended while the
 // consuming may answer CodeRateLimited or CodeUsageExceeded. See
 // [ApplyClaim] for the exact rules.
 //
-// In database mode the consumption is one guarded IncrementOne; a write that
-// loses a race re-reads and decides again, up to [WithMaxAttempts] times,
-// then fails with an error wrapping [core.ErrContention]. A key deleted or
-// disabled meanwhile answers accordingly. Errors are for failures only:
-// the context, the database, bad options, an uninitialised Manager.
+// In database mode the consumption is one guarded IncrementOne. For a key
+// the manager remembers (see [WithKeyStateCache]) that write is the whole
+// verification, one round trip: it finds the key by its hash, its guard
+// re-checks in the database everything the decision rests on, and it
+// returns the row. Otherwise, and whenever that write matches nothing or
+// the remembered key calls for a denial, Verify reads the key, decides,
+// and writes; a write that loses a race re-reads and decides again, up to
+// [WithMaxAttempts] times, then fails with an error wrapping
+// [core.ErrContention]. Denials and Cost(0) checks are always decided on a
+// read. A key deleted, disabled or changed meanwhile, through this manager
+// or any other, answers as it now is. Errors are for failures only: the
+// context, the database, bad options, an uninitialised Manager.
 //
 // Deadlines: a context that ends while the consuming write is in flight
 // cannot take the write back. The database may commit it (the quota is
@@ -87,6 +95,13 @@ func afterWrite(ctx context.Context, op string, err error) error {
 }
 
 func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result, error) {
+	if cost > 0 {
+		if s := m.keys.get(hash); s != nil {
+			if r, done, err := m.consumeRemembered(ctx, s, cost); done || err != nil {
+				return r, err
+			}
+		}
+	}
 	useCache := m.cache != nil
 	for attempt := 0; attempt < m.o.maxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
@@ -108,9 +123,11 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 				return Result{}, err
 			}
 			if s == nil {
+				m.keys.drop(hash)
 				m.uncache(ctx, hash)
 				return denied(CodeInvalid, 0, nil), nil
 			}
+			m.keys.put(s)
 			m.fill(ctx, s, gen)
 		}
 		p := decide(s, now.UnixMilli(), cost)
@@ -129,6 +146,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 				if _, err := m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", s.ID), core.Lte("expiresAt", now)); err != nil {
 					return Result{}, err
 				}
+				m.keys.drop(hash)
 				m.uncache(ctx, hash)
 			}
 			if p.code != "" {
@@ -136,7 +154,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			}
 			return allowed(k), nil
 		}
-		row, ok, err := m.db.IncrementOne(ctx, consumeRequest(s, p, now, cost))
+		row, ok, err := m.consume(ctx, s, p, now, cost)
 		switch {
 		case errors.Is(err, core.ErrContention):
 			// The transaction fallback gave up, having rolled back: as good as a miss.
@@ -144,6 +162,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			return Result{}, afterWrite(ctx, "verify", err)
 		case ok:
 			after := fromRow(row)
+			m.keys.put(after)
 			m.fill(ctx, after, gen)
 			k, err := after.toKey()
 			if err != nil {
@@ -159,18 +178,91 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded write lost the race %d times", core.ErrContention, m.o.maxAttempts)
 }
 
-// consumeRequest builds the one guarded write that performs the plan on the
-// key read as s. Each step's guard holds only while the state that justified
-// the decision still does, so a concurrent change makes the whole write
-// miss rather than admit too much; times are compared by ranges or IS NULL,
-// never by equality.
-func consumeRequest(s *StoredKey, p plan, now time.Time, cost int64) core.IncrementRequest {
-	req := core.IncrementRequest{
-		Model:     core.ModelAPIKey,
-		Where:     []core.Where{core.Eq("id", s.ID), core.Eq("enabled", true)},
-		Increment: map[string]int64{},
-		Set:       map[string]any{"updatedAt": now},
+// consumeRemembered tries a verification in one round trip: the guarded
+// write planned from s, the key as this manager last saw it. Because the
+// guard holds only on a row for which the rules decide exactly that plan
+// (see consumeRequest), a hit is the answer the rules give on the row as it
+// was. done == false means nothing was written and the caller must read the
+// key: the write matched nothing, or s calls for a denial, which only a
+// read may confirm.
+func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, cost int64) (r Result, done bool, err error) {
+	now := m.now()
+	p := decide(s, now.UnixMilli(), cost)
+	if p.code != "" {
+		return Result{}, false, nil
 	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, true, err // before the write: nothing spent
+	}
+	row, ok, err := m.consume(ctx, s, p, now, cost)
+	switch {
+	case errors.Is(err, core.ErrContention), err == nil && !ok:
+		return Result{}, false, nil
+	case err != nil:
+		return Result{}, true, afterWrite(ctx, "verify", err)
+	}
+	after := fromRow(row)
+	m.keys.put(after)
+	k, err := after.toKey()
+	if err != nil {
+		return Result{}, true, err
+	}
+	return allowed(k), true, nil
+}
+
+// consume sends the guarded write of consumeRequest.
+func (m *Manager) consume(ctx context.Context, s *StoredKey, p plan, now time.Time, cost int64) (core.Row, bool, error) {
+	b := requests.Get().(*requestBuf)
+	defer b.release()
+	return m.db.IncrementOne(ctx, consumeRequest(s, p, now, cost, b))
+}
+
+// requestBuf holds the where list and maps of a consume request, reused
+// from one verification to the next: core.DB.IncrementOne converts them
+// into its own and keeps none of them once it returns.
+type requestBuf struct {
+	where []core.Where
+	inc   map[string]int64
+	set   map[string]any
+}
+
+var requests = sync.Pool{New: func() any {
+	// 16 where clauses: more than the 13 that consumeRequest adds at most.
+	return &requestBuf{where: make([]core.Where, 0, 16), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
+}}
+
+// release empties b, so that it holds on to no value, and pools it.
+func (b *requestBuf) release() {
+	clear(b.where)
+	b.where = b.where[:0]
+	clear(b.inc)
+	clear(b.set)
+	requests.Put(b)
+}
+
+// consumeRequest builds the one guarded write that performs the plan p,
+// decided at now on the key as read (or remembered) as s. The write finds
+// the key by its hash, and its guard holds exactly on the rows on which
+// decide, at now, gives p again: the key enabled and unexpired, its
+// rate-limit and refill settings equal to s's, and each step's condition
+// (window open or elapsed, room under the rate limit, refill due or not,
+// quota left). So a write planned from however old a copy either applies
+// the decision the rules give on the row as it stands, or matches nothing;
+// and of concurrent callers that planned the same window reset or refill,
+// only the first matches, since its write makes the step no longer due.
+// Times are compared by ranges or IS NULL, never by equality.
+// The request is built in b, which must be empty.
+func consumeRequest(s *StoredKey, p plan, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
+	req := core.IncrementRequest{
+		Model: core.ModelAPIKey,
+		Where: append(b.where,
+			core.Eq("key", s.Key), core.Eq("enabled", true), core.Eq("rateLimitEnabled", s.RateLimitEnabled),
+			eqOrNull("rateLimitTimeWindow", s.RateLimitTimeWindow), eqOrNull("rateLimitMax", s.RateLimitMax),
+			eqOrNull("refillInterval", s.RefillInterval), eqOrNull("refillAmount", s.RefillAmount)),
+		Increment: b.inc,
+		Set:       b.set,
+	}
+	req.Set["updatedAt"] = now
 	if s.ExpiresAt == nil {
 		req.Where = append(req.Where, core.IsNull("expiresAt"))
 	} else {
@@ -202,13 +294,31 @@ func consumeRequest(s *StoredKey, p plan, now time.Time, cost int64) core.Increm
 		} else {
 			req.Where = append(req.Where, core.Lte("lastRefillAt", now.Add(-iv)))
 		}
-		req.Where = append(req.Where, core.IsNotNull("remaining"), core.Eq("refillAmount", *s.RefillAmount))
+		req.Where = append(req.Where, core.IsNotNull("remaining"))
 		req.Set["remaining"], req.Set["lastRefillAt"] = *s.RefillAmount-cost, now
 	case p.decrement:
 		req.Where = append(req.Where, core.Gte("remaining", cost))
 		req.Increment["remaining"] = -cost
+		if s.refillable() {
+			// Not due: a refill that fell due since s was seen must win
+			// over the decrement, as the rules put it first.
+			iv := time.Duration(*s.RefillInterval) * time.Millisecond
+			if s.LastRefillAt == nil {
+				req.Where = append(req.Where, core.IsNull("lastRefillAt"), core.Gt("createdAt", now.Add(-iv)))
+			} else {
+				req.Where = append(req.Where, core.Gt("lastRefillAt", now.Add(-iv)))
+			}
+		}
 	case s.Remaining == nil:
 		req.Where = append(req.Where, core.IsNull("remaining"))
 	}
 	return req
+}
+
+// eqOrNull compares an optional integer column with a value, NULL by IS NULL.
+func eqOrNull(field string, v *int64) core.Where {
+	if v == nil {
+		return core.IsNull(field)
+	}
+	return core.Eq(field, *v)
 }

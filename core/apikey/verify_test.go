@@ -232,27 +232,6 @@ func TestExhaustionSpendsNoRateLimitSlot(t *testing.T) {
 	}
 }
 
-func TestSteadyStateIsTwoAdapterCalls(t *testing.T) {
-	for name, p := range map[string]CreateParams{
-		"quota and rate limit": {Remaining: quota(100), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}},
-		"refill due":           {Remaining: quota(0), Refill: Refill{Interval: time.Minute, Amount: 100}},
-		"unlimited":            {RateLimit: noRateLimit()},
-	} {
-		t.Run(name, func(t *testing.T) {
-			e := newEnv(t)
-			key, _ := e.create(t, p)
-			for i := range 5 {
-				e.clock.Advance(time.Minute)
-				before := e.mem.Calls()
-				wantCode(t, e.verify(t, key), "")
-				if calls := e.mem.Calls() - before; calls != 2 {
-					t.Fatalf("verification %d made %d adapter calls, want 2 (read + guarded write)", i, calls)
-				}
-			}
-		})
-	}
-}
-
 func TestKeyDeletedDuringVerification(t *testing.T) {
 	mem := memory.New()
 	h := &hookAdapter{Memory: mem}
@@ -306,27 +285,39 @@ func TestRetriesAreBounded(t *testing.T) {
 	if !errors.Is(err, core.ErrContention) {
 		t.Fatalf("err = %v, want core.ErrContention", err)
 	}
-	if calls := mem.Calls() - before; calls != 6 {
-		t.Fatalf("%d adapter calls, want 3 attempts × (read + write) = 6", calls)
+	if calls := mem.Calls() - before; calls != 7 {
+		t.Fatalf("%d adapter calls, want the write planned on the remembered key + 3 attempts × (read + write) = 7", calls)
 	}
 	if got := remaining(t, e.get(t, k.ID)); got != 5 {
 		t.Fatalf("remaining %d after failed verification, want 5", got)
 	}
 }
 
+// TestVerifyHonoursContext ends the context during a write that misses:
+// the verification stops there, without a retry.
 func TestVerifyHonoursContext(t *testing.T) {
-	mem := memory.New()
-	h := &hookAdapter{Memory: mem, miss: true}
-	e := newEnvOn(t, mem, h)
-	key, _ := e.create(t, CreateParams{})
-	ctx, cancel := context.WithCancel(context.Background())
-	h.before = func(context.Context) { cancel() }
-	before := mem.Calls()
-	if _, err := e.m.Verify(ctx, key); !errors.Is(err, context.Canceled) {
-		t.Fatalf("err = %v, want context.Canceled", err)
-	}
-	if calls := mem.Calls() - before; calls != 2 {
-		t.Fatalf("%d adapter calls after cancellation, want 2 (no retry)", calls)
+	for name, c := range map[string]struct {
+		opts  []Option
+		calls int64
+	}{
+		"remembered": {nil, 1},                            // the planned write
+		"read first": {[]Option{WithKeyStateCache(0)}, 2}, // read + write
+	} {
+		t.Run(name, func(t *testing.T) {
+			mem := memory.New()
+			h := &hookAdapter{Memory: mem, miss: true}
+			e := newEnvOn(t, mem, h, c.opts...)
+			key, _ := e.create(t, CreateParams{})
+			ctx, cancel := context.WithCancel(context.Background())
+			h.before = func(context.Context) { cancel() }
+			before := mem.Calls()
+			if _, err := e.m.Verify(ctx, key); !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if calls := mem.Calls() - before; calls != c.calls {
+				t.Fatalf("%d adapter calls after cancellation, want %d (no retry)", calls, c.calls)
+			}
+		})
 	}
 }
 
