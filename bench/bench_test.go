@@ -41,10 +41,11 @@ func TestQuickRunOnSQLite(t *testing.T) {
 		}
 	}
 	names := approachNames("sqlite")
-	// the three SQL references; IncrementOne, rate limiter and API-key
+	// the four SQL references (floor, read-then-write, locking, Better
+	// Auth's API-key verification); IncrementOne, rate limiter and API-key
 	// verify on gorm, bun, ent and database/sql (pgx is PostgreSQL only);
 	// the write-combining limiter on database/sql.
-	if len(names) != 3+3*4+1 {
+	if len(names) != 4+3*4+1 {
 		t.Fatalf("approaches: %v", names)
 	}
 	for _, n := range names {

@@ -51,9 +51,8 @@ const baMaxAttempts = 10
 // is left out: the bench's keys are neither.
 //
 // It runs on the seeded API keys (e.apiKeys) and checks the same stored
-// request counts as the sluice verifiers. Register it beside them, under a
-// kind of its own for the "API-key verify vs Better Auth" ratio (kind is
-// kindReference here only because the bench has no such kind yet).
+// request counts as the sluice verifiers, under a kind of its own: the
+// "API-key verify ÷ Better Auth's verification" ratio divides by it.
 func (e *sqlEnv) betterAuthVerify() *approach {
 	cols := e.ak.ColumnNames()
 	quoted := make([]string, len(cols))
@@ -241,7 +240,7 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 	)
 	return &approach{
 		name: betterAuthName,
-		kind: kindReference,
+		kind: kindAPIKeyRef,
 		decider: func(sc scenario) decideFunc {
 			switch sc {
 			case uniformKeys:

@@ -325,7 +325,7 @@ func approachNames(db string) []string {
 	if db == "redis" {
 		return []string{redisSluiceName, redisRateName}
 	}
-	names := []string{floorName, referenceName, lockingName}
+	names := []string{floorName, referenceName, lockingName, betterAuthName}
 	for _, suffix := range []string{incrementSuffix, limiterSuffix, combiningSuffix, verifySuffix} {
 		for _, o := range ormNames {
 			if suffix == combiningSuffix && o != "sql" {

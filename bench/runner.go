@@ -69,6 +69,7 @@ const (
 	kindLimiter   kind = "limiter"
 	kindCombining kind = "limiter-combining"
 	kindAPIKey    kind = "apikey"
+	kindAPIKeyRef kind = "apikey-reference"
 	kindRedis     kind = "redis-sluice"
 	kindRedisRate kind = "redis_rate"
 )

@@ -334,7 +334,7 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	if err := e.seedAPIKeys(ctx, orms[0].db, cfg.keys); err != nil {
 		return fail(fmt.Errorf("seeding API keys: %w", err))
 	}
-	b.approaches = []*approach{e.floor(), e.reference(), e.locking()}
+	b.approaches = []*approach{e.floor(), e.reference(), e.locking(), e.betterAuthVerify()}
 	for _, o := range orms {
 		b.approaches = append(b.approaches, e.increment(o))
 	}
