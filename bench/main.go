@@ -263,6 +263,9 @@ func runBackend(ctx context.Context, b *backend, cfg config, prog *progress, rep
 	b.approaches = slices.DeleteFunc(b.approaches, func(a *approach) bool { return !slices.Contains(keep, a.name) })
 	for _, a := range b.approaches {
 		prog.status(fmt.Sprintf("%s: limit check, %s", b.name, a.name))
+		if b.settle != nil {
+			b.settle(a)
+		}
 		if msg := burstCheck(ctx, a); msg != "" {
 			limitCheck[a.name] = "FAIL: limit check: " + msg
 		}

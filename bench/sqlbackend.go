@@ -33,6 +33,7 @@ type sqlEnv struct {
 	dsn     string // the pool's DSN, for the pgx adapter's own pool
 	conns   int
 	rt      atomic.Int64
+	idlers  []idler // the side pools (PostgreSQL only)
 	schema  *core.Schema
 	rl, ak  *core.Table
 	cleanup []func()
