@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,12 @@ func rateLimitScenarios() []scenario {
 			}
 		}
 	}
+	list = append(list, scenario{
+		name: "HostileKeysAreStorable",
+		contract: "a key built by ratelimit.SafeKey from hostile bytes (NUL, invalid UTF-8, control characters, 10 kB) is stored " +
+			"and limited like any other: max admitted, then denied, never an error (which fail-open would turn into admission)",
+		run: rlHostileKeys,
+	})
 	list = append(list, scenario{
 		name:     "RowDeletedBetweenReadAndWrite",
 		contract: "a rate-limit row deleted after the limiter read it and before its guarded write is created again, with no error",
@@ -280,4 +287,33 @@ func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where
 		h.fn(ctx, rec)
 	}
 	return rec, err
+}
+
+func rlHostileKeys(ctx context.Context, f *Fixture) error {
+	l, err := ratelimit.New(ratelimit.Database(f.DB))
+	if err != nil {
+		return err
+	}
+	rule := ratelimit.Rule{Window: time.Hour, Max: 3}
+	for _, raw := range []string{"1.2.3.4|/\x00", "1.2.3.4|/\xff", "1.2.3.4|/\xc3(", "1.2.3.4|/\r\n%00#", "1.2.3.4|/" + strings.Repeat("\xfe", 10000)} {
+		key := ratelimit.SafeKey(raw)
+		for i := range 4 {
+			d, err := l.Consume(ctx, key, rule)
+			if err != nil {
+				return fmt.Errorf("key from %q, request %d: %w", trim(raw), i+1, err)
+			}
+			if d.Allowed != (i < 3) {
+				return fmt.Errorf("key from %q, request %d: allowed %v, want %v", trim(raw), i+1, d.Allowed, i < 3)
+			}
+		}
+	}
+	return nil
+}
+
+// trim shortens a long key for an error message.
+func trim(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
 }
