@@ -132,6 +132,9 @@ func fromStorage(f Field, v any) (any, error) {
 	}
 	switch f.Type {
 	case TypeInt:
+		if _, ok := v.(int64); ok {
+			return v, nil // already the field's type: no new boxing
+		}
 		return toInt64(v)
 	case TypeBool:
 		return toBool(v)
@@ -184,7 +187,9 @@ func toStorage(f Field, v any) (any, error) {
 	switch f.Type {
 	case TypeInt:
 		switch v.(type) {
-		case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
+		case int64:
+			return v, nil // already normalised: no new boxing
+		case int, int8, int16, int32, uint, uint8, uint16, uint32, uint64:
 			n, err := toInt64(v)
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)

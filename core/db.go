@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
-	"sort"
+	"slices"
 )
 
 // DB is the portable handle that users and the algorithms call, as
@@ -125,15 +125,23 @@ type IncrementRequest struct {
 // See [Incrementer] for the contract and the fallback.
 func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, ok bool, err error) {
 	const op = "IncrementOne"
-	t, where, err := db.prepare(op, req.Model, req.Where)
+	// One allocation holds the mapped request of a usual size: the where
+	// clauses, deltas and assignments the adapter receives.
+	s := new(struct {
+		where [6]Where
+		inc   [2]Delta
+		set   [6]Assignment
+	})
+	t, where, err := db.prepareInto(op, req.Model, req.Where, s.where[:0])
 	if err != nil {
 		return nil, false, err
 	}
 	if len(req.Increment) == 0 && len(req.Set) == 0 {
 		return nil, false, invalid(op, req.Model, "nothing to do: Increment and Set are both empty")
 	}
-	inc := make([]Delta, 0, len(req.Increment))
-	for _, field := range sortedKeys(req.Increment) {
+	inc := s.inc[:0]
+	var buf [8]string
+	for _, field := range sortedKeys(req.Increment, buf[:0]) {
 		c, ok := t.Column(field)
 		if !ok {
 			return nil, false, invalid(op, req.Model, "unknown field %q in Increment", field)
@@ -146,7 +154,7 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 		}
 		inc = append(inc, Delta{Column: c.Name, By: req.Increment[field]})
 	}
-	set, err := db.assignments(op, t, req.Set)
+	set, err := db.assignmentsInto(op, t, req.Set, s.set[:0])
 	if err != nil {
 		return nil, false, err
 	}
@@ -345,6 +353,11 @@ func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, Adapte
 
 // prepare resolves the model and validates and maps the where clauses.
 func (db *DB) prepare(op, model string, where []Where) (*Table, []Where, error) {
+	return db.prepareInto(op, model, where, make([]Where, 0, len(where)))
+}
+
+// prepareInto is prepare appending the mapped clauses to out.
+func (db *DB) prepareInto(op, model string, where []Where, out []Where) (*Table, []Where, error) {
 	if err := db.initialised(op, model); err != nil {
 		return nil, nil, err
 	}
@@ -352,7 +365,6 @@ func (db *DB) prepare(op, model string, where []Where) (*Table, []Where, error) 
 	if !ok {
 		return nil, nil, invalid(op, model, "unknown model %q", model)
 	}
-	out := make([]Where, 0, len(where))
 	for _, w := range where {
 		c, ok := t.Column(w.Field)
 		if !ok {
@@ -419,8 +431,13 @@ func whereValue(f Field, w Where) (any, error) {
 
 // assignments validates and maps absolute values, in a deterministic order.
 func (db *DB) assignments(op string, t *Table, values map[string]any) ([]Assignment, error) {
-	out := make([]Assignment, 0, len(values)+4)
-	for _, field := range sortedKeys(values) {
+	return db.assignmentsInto(op, t, values, make([]Assignment, 0, len(values)+4))
+}
+
+// assignmentsInto is assignments appending to out.
+func (db *DB) assignmentsInto(op string, t *Table, values map[string]any, out []Assignment) ([]Assignment, error) {
+	var buf [8]string
+	for _, field := range sortedKeys(values, buf[:0]) {
 		c, ok := t.Column(field)
 		if !ok {
 			return nil, invalid(op, t.Model, "unknown field %q", field)
@@ -467,13 +484,14 @@ func (db *DB) convertRow(t *Table, rec Record) (Row, error) {
 	return row, nil
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
+// sortedKeys appends m's keys to buf, sorted: with a caller's array as buf
+// a small map costs no allocation.
+func sortedKeys[V any](m map[string]V, buf []string) []string {
 	for k := range m {
-		keys = append(keys, k)
+		buf = append(buf, k)
 	}
-	sort.Strings(keys)
-	return keys
+	slices.Sort(buf)
+	return buf
 }
 
 // addChecked adds a delta to a value read for the fallback, refusing

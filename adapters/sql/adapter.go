@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -133,20 +134,27 @@ func (a *Adapter) newBuilder() *builder {
 func (a *Adapter) stmt(t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment, render func(b *builder)) (string, []any) {
 	var buf [512]byte
 	key := appendShape(buf[:0], t, kind, where, inc, set)
-	b := builder{d: a.e.features.Dialect, dollar: a.e.dollar,
+	b := builders.Get().(*builder)
+	*b = builder{d: a.e.features.Dialect, dollar: a.e.dollar,
 		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}
+	defer builders.Put(b) // the text and the arguments are the caller's; the builder holds neither after
 	if m := a.e.stmts.Load(); m != nil {
 		if q, ok := (*m)[string(key)]; ok { // no allocation: the compiler looks up without copying key
 			b.argsOnly = true
-			render(&b)
-			return q, b.args
+			render(b)
+			args := b.args
+			b.args = nil
+			return q, args
 		}
 	}
-	render(&b)
-	q := b.sb.String()
+	render(b)
+	q, args := b.sb.String(), b.args
+	b.sb, b.args = strings.Builder{}, nil
 	a.e.remember(string(key), q)
-	return q, b.args
+	return q, args
 }
+
+var builders = sync.Pool{New: func() any { return new(builder) }}
 
 // remember caches a statement's text. The cache is a map replaced whole
 // on each addition (copy on write): additions are few and bounded, and

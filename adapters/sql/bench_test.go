@@ -3,9 +3,11 @@ package sluicesql_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // BenchmarkIncrementOne compares core.DB's IncrementOne through the engine
@@ -74,4 +76,30 @@ func ph(d sluicesql.Dialect, n int) string {
 		return fmt.Sprintf("$%d", n)
 	}
 	return "?"
+}
+
+// BenchmarkLimiter is one allowed rate-limit decision through the engine,
+// beside the same guarded write by hand: compare allocs/op and ns/op.
+//
+//	go test -run '^$' -bench Limiter -benchmem ./adapters/sql
+func BenchmarkLimiter(b *testing.B) {
+	for _, be := range allBackends()[:3] {
+		b.Run(be.name, func(b *testing.B) {
+			e := newEnv(b, be)
+			lim, err := ratelimit.New(ratelimit.Database(e.db))
+			if err != nil {
+				b.Fatal(err)
+			}
+			rule := ratelimit.Rule{Window: time.Hour, Max: 1 << 40}
+			if _, err := lim.Consume(e.ctx, "hot", rule); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if d, err := lim.Consume(e.ctx, "hot", rule); err != nil || !d.Allowed {
+					b.Fatal(d, err)
+				}
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package sluicesql
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -64,6 +65,8 @@ func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Reco
 	return rec, err
 }
 
+var scanBuffers = sync.Pool{New: func() any { b := make([]any, 0, 48); return &b }}
+
 // scanOne reads the first row, if any, into a record.
 func scanOne(rows Rows) (core.Record, error) {
 	if !rows.Next() {
@@ -73,13 +76,15 @@ func scanOne(rows Rows) (core.Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	var small [24]any // the widest built-in table has 22 columns
-	vals := small[:0]
-	if len(cols) > len(small) {
-		vals = make([]any, 0, len(cols))
+	// The values and the pointers Scan fills them by come from a pool: the
+	// record copies the values out, and the buffer goes back cleared.
+	buf := scanBuffers.Get().(*[]any)
+	if cap(*buf) < 2*len(cols) {
+		*buf = make([]any, 2*len(cols))
 	}
-	vals = vals[:len(cols)]
-	ptrs := make([]any, len(cols))
+	both := (*buf)[:2*len(cols)]
+	defer func() { clear(both); scanBuffers.Put(buf) }()
+	vals, ptrs := both[:len(cols)], both[len(cols):]
 	for i := range vals {
 		ptrs[i] = &vals[i]
 	}

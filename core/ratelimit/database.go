@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 
@@ -96,15 +97,19 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 		}
 		// The in-window increment first: in steady state it is the only
 		// round trip of an allowed request.
+		sc := requests.Get().(*request)
 		inc := core.IncrementRequest{
 			Model:     model,
-			Where:     []core.Where{core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)},
-			Increment: map[string]int64{"count": cost},
+			Where:     append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)),
+			Increment: sc.inc,
 		}
+		sc.inc["count"] = cost
 		if m == BetterAuthWindow {
-			inc.Set = map[string]any{"lastRequest": now}
+			sc.set["lastRequest"] = now
+			inc.Set = sc.set
 		}
 		row, ok, err := s.db.IncrementOne(ctx, inc)
+		sc.release()
 		switch {
 		case lostRace(err):
 			continue
@@ -185,4 +190,24 @@ func (s *dbStorage) prune(ctx context.Context, now, longest int64) (int64, error
 	}
 	// A row whose start is longest or more ago is over under every rule.
 	return s.db.DeleteMany(ctx, model, core.Lte("lastRequest", now-longest))
+}
+
+// request is the in-window increment's request, reused across decisions:
+// core.DB keeps nothing of a request once IncrementOne returns, and the
+// hot path then allocates no slice or maps of its own.
+type request struct {
+	where []core.Where
+	inc   map[string]int64
+	set   map[string]any
+}
+
+var requests = sync.Pool{New: func() any {
+	return &request{where: make([]core.Where, 0, 3), inc: make(map[string]int64, 1), set: make(map[string]any, 1)}
+}}
+
+func (r *request) release() {
+	clear(r.where[:cap(r.where)]) // drop the key and values for the collector
+	clear(r.inc)
+	clear(r.set)
+	requests.Put(r)
 }
