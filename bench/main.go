@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	dbs := fs.String("db", strings.Join(allDBs, ","), "backends to run: postgres, mysql, sqlite, redis")
 	out := fs.String("out", defaultOut(), "directory for RESULTS.md and chart.svg; empty for none")
 	keys := fs.Int("keys", 10000, "keys of the uniform scenario (quick: 1000)")
-	conns := fs.Int("conns", 64, "connection pool size for PostgreSQL, MariaDB and Redis")
+	conns := fs.Int("conns", 64, "connection pool size for MariaDB and Redis, and for PostgreSQL up to 34 (bun and pgx have pools of their own there)")
 	sqliteConns := fs.Int("sqlite-conns", 8, "connection pool size for SQLite")
 	async := fs.Bool("async-commit", false, "commit without waiting for the disk: synchronous_commit=off on PostgreSQL, synchronous=NORMAL on SQLite (MariaDB unchanged: its setting is global)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process only) to this file")
@@ -263,9 +263,6 @@ func runBackend(ctx context.Context, b *backend, cfg config, prog *progress, rep
 	b.approaches = slices.DeleteFunc(b.approaches, func(a *approach) bool { return !slices.Contains(keep, a.name) })
 	for _, a := range b.approaches {
 		prog.status(fmt.Sprintf("%s: limit check, %s", b.name, a.name))
-		if b.settle != nil {
-			b.settle(a)
-		}
 		if msg := burstCheck(ctx, a); msg != "" {
 			limitCheck[a.name] = "FAIL: limit check: " + msg
 		}

@@ -82,9 +82,6 @@ type backend struct {
 	roundTrips func() int64
 	approaches []*approach
 	close      func()
-	// settle, when set, runs before each cell of approach a: it frees what
-	// the other approaches hold (idle connections of other pools).
-	settle func(a *approach)
 }
 
 // result is one cell of the table.
@@ -188,9 +185,6 @@ func runPhase(ctx context.Context, g int, d time.Duration, keys int, decide deci
 // run, then the consistency check over both.
 func runCell(ctx context.Context, b *backend, a *approach, sc scenario, g int, d time.Duration) result {
 	r := result{DB: b.name, Approach: a.name, Kind: a.kind, Scenario: sc, Goroutines: g}
-	if b.settle != nil {
-		b.settle(a)
-	}
 	keys := 1
 	if sc == uniformKeys {
 		keys = b.keys

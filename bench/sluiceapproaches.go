@@ -62,7 +62,7 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 		// default_query_exec_mode=exec, and so does the bench, on a pool
 		// of bun's own.
 		var bunPool *sql.DB
-		if bunPool, err = e.sidePool("bun ", withParam(e.dsn, "default_query_exec_mode=exec")); err != nil {
+		if bunPool, err = e.sidePool(withParam(e.dsn, "default_query_exec_mode=exec")); err != nil {
 			return nil, fmt.Errorf("bun pool: %w", err)
 		}
 		bd = bun.NewDB(bunPool, pgdialect.New())
@@ -118,8 +118,6 @@ func (e *sqlEnv) openPgx(opt core.Option) (*core.DB, error) {
 		return nil, err
 	}
 	cfg.MaxConns = int32(min(e.conns, sidePoolConns))
-	cfg.MaxConnIdleTime = sidePoolIdleFor
-	cfg.HealthCheckPeriod = sidePoolIdleFor / 2
 	cfg.ConnConfig.Tracer = roundTrips{&e.rt}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -128,21 +126,21 @@ func (e *sqlEnv) openPgx(opt core.Option) (*core.DB, error) {
 		return nil, err
 	}
 	e.cleanup = append(e.cleanup, pool.Close)
-	e.idlers = append(e.idlers, idler{prefix: "pgx ", drop: pool.Reset})
 	return sluicepgx.Open(ctx, pool, opt)
 }
 
-// sidePools hold at most this many connections and close idle ones soon:
-// they stand beside the main pool, and together they must fit PostgreSQL's
-// default max_connections of 100 while one of them is busy.
+// On PostgreSQL three pools stand side by side (the main one, bun's and
+// pgx's), and together they must fit its default max_connections of 100:
+// the side pools hold at most sidePoolConns connections, the main one at
+// most mainPoolConnsPG. Each is enough for the 32 goroutines of the cells
+// reported in the ratios, so none waits for a connection there.
 const (
 	sidePoolConns   = 32
-	sidePoolIdleFor = 100 * time.Millisecond
+	mainPoolConnsPG = 34
 )
 
-// sidePool opens another counted pool on the run's database, for the
-// approaches whose names start with prefix.
-func (e *sqlEnv) sidePool(prefix, dsn string) (*sql.DB, error) {
+// sidePool opens another counted pool on the run's database.
+func (e *sqlEnv) sidePool(dsn string) (*sql.DB, error) {
 	p, err := openCounted("pgx", dsn, &e.rt)
 	if err != nil {
 		return nil, err
@@ -151,37 +149,7 @@ func (e *sqlEnv) sidePool(prefix, dsn string) (*sql.DB, error) {
 	n := min(e.conns, sidePoolConns)
 	p.SetMaxOpenConns(n)
 	p.SetMaxIdleConns(n)
-	e.idlers = append(e.idlers, idler{prefix: prefix, drop: func() { p.SetMaxIdleConns(0); p.SetMaxIdleConns(n) }})
-	p.SetConnMaxIdleTime(sidePoolIdleFor)
 	return p, nil
-}
-
-// idler closes the idle connections of one pool: before a cell that runs
-// on another pool, so that the pools together stay within the server's
-// connection limit while each keeps its connections during its own cells.
-type idler struct {
-	prefix string // the approaches on this pool
-	drop   func()
-}
-
-// settle drops the idle connections of every pool but the one approach a
-// runs on.
-func (e *sqlEnv) settle(a *approach) {
-	main := true
-	for _, i := range e.idlers {
-		if strings.HasPrefix(a.name, i.prefix) {
-			main = false
-		}
-	}
-	for _, i := range e.idlers {
-		if !strings.HasPrefix(a.name, i.prefix) {
-			i.drop()
-		}
-	}
-	if !main {
-		e.pool.SetMaxIdleConns(0)
-		e.pool.SetMaxIdleConns(e.conns)
-	}
 }
 
 // withParam adds a run-time parameter to a PostgreSQL DSN of either form.
@@ -354,7 +322,7 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{name: name, version: e.version(ctx), keys: cfg.keys, roundTrips: e.rt.Load, close: e.close, settle: e.settle}
+	b := &backend{name: name, version: e.version(ctx), keys: cfg.keys, roundTrips: e.rt.Load, close: e.close}
 	fail := func(err error) (*backend, error) {
 		e.close()
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -33,7 +33,6 @@ type sqlEnv struct {
 	dsn     string // the pool's DSN, for the pgx adapter's own pool
 	conns   int
 	rt      atomic.Int64
-	idlers  []idler // the side pools (PostgreSQL only)
 	schema  *core.Schema
 	rl, ak  *core.Table
 	cleanup []func()
@@ -89,6 +88,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 	switch name {
 	case "postgres":
 		e.dialect, driverName = gen.Postgres, "pgx"
+		conns = min(conns, mainPoolConnsPG) // beside bun's and pgx's pools
 		if cfg.asyncCommit {
 			// pgx sends unknown DSN parameters as run-time parameters: this
 			// session setting touches no one else's connections.
