@@ -64,11 +64,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 	}
 	if f.InsertReturning {
 		q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, true) })
-		var rec core.Record
-		err := a.retry(ctx, func() (err error) {
-			rec, err = a.queryOne(ctx, q, args)
-			return err
-		})
+		rec, err := retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
 		if err == nil && rec == nil {
 			err = fmt.Errorf("%w: insert into %s: a row with the same unique key exists", core.ErrConflict, t.Name)
 		}
@@ -131,12 +127,7 @@ func (a *Adapter) FindOne(ctx context.Context, t *core.Table, where []core.Where
 		b.ident(t.PrimaryKey().Name)
 		b.write(" LIMIT 1")
 	})
-	var rec core.Record
-	err := a.retry(ctx, func() (err error) {
-		rec, err = a.queryOne(ctx, q, args)
-		return err
-	})
-	return rec, err
+	return retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
 }
 
 // FindMany returns the matching rows, ordered by opts.SortBy and then by
@@ -180,11 +171,7 @@ func (a *Adapter) FindMany(ctx context.Context, t *core.Table, where []core.Wher
 		b.write(" OFFSET ")
 		b.arg(int64(opts.Offset))
 	}
-	var recs []core.Record
-	err := a.retry(ctx, func() (err error) {
-		recs, err = a.query(ctx, b.sb.String(), b.args)
-		return err
-	})
+	recs, err := retried(a, ctx, func() ([]core.Record, error) { return a.query(ctx, b.sb.String(), b.args) })
 	if recs == nil && err == nil {
 		recs = []core.Record{}
 	}
@@ -284,11 +271,7 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 			b.conds(where)
 		}
 	}
-	var n int64
-	err := a.retry(ctx, func() (err error) {
-		n, err = a.exec(ctx, b.sb.String(), b.args)
-		return err
-	})
+	n, err := retried(a, ctx, func() (int64, error) { return a.exec(ctx, b.sb.String(), b.args) })
 	return n > 0, err
 }
 
@@ -298,12 +281,7 @@ func (a *Adapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Wh
 	b.write("DELETE FROM ")
 	b.ident(t.Name)
 	b.where(where)
-	var n int64
-	err := a.retry(ctx, func() (err error) {
-		n, err = a.exec(ctx, b.sb.String(), b.args)
-		return err
-	})
-	return n, err
+	return retried(a, ctx, func() (int64, error) { return a.exec(ctx, b.sb.String(), b.args) })
 }
 
 // Count returns the number of matching rows.
@@ -312,10 +290,5 @@ func (a *Adapter) Count(ctx context.Context, t *core.Table, where []core.Where) 
 	b.write("SELECT COUNT(*) FROM ")
 	b.ident(t.Name)
 	b.where(where)
-	var n int64
-	err := a.retry(ctx, func() (err error) {
-		n, err = a.scalar(ctx, b.sb.String(), b.args)
-		return err
-	})
-	return n, err
+	return retried(a, ctx, func() (int64, error) { return a.scalar(ctx, b.sb.String(), b.args) })
 }

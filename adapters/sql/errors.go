@@ -139,6 +139,16 @@ func (a *Adapter) retry(ctx context.Context, op func() error) error {
 	return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, maxAttempts, err)
 }
 
+// retried is retry for an operation with a result.
+func retried[T any](a *Adapter, ctx context.Context, op func() (T, error)) (T, error) {
+	var out T
+	err := a.retry(ctx, func() (err error) {
+		out, err = op()
+		return err
+	})
+	return out, err
+}
+
 // pause waits a random time below retryBackoff·2^attempt (capped), or
 // until ctx ends.
 func pause(ctx context.Context, attempt int) error {
