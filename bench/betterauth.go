@@ -239,19 +239,10 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 		mgrErr error
 	)
 	return &approach{
-		name: betterAuthName,
-		kind: kindAPIKeyRef,
-		decider: func(sc scenario) decideFunc {
-			switch sc {
-			case uniformKeys:
-				return func(ctx context.Context, k int) (bool, error) { return verify(ctx, e.apiKeys.uniform[k]) }
-			case denialStorm:
-				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.deny) }
-			default:
-				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.hot) }
-			}
-		},
-		stored: e.storedRequests,
+		name:    betterAuthName,
+		kind:    kindAPIKeyRef,
+		decider: e.apiKeyDecider(verify),
+		stored:  e.storedRequests,
 		burst: func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
 			// The fresh key is made through sluice, the verification is not.
 			once.Do(func() {

@@ -226,6 +226,21 @@ func (e *sqlEnv) limiterWith(o orm, name string, k kind, opts ...ratelimit.Optio
 	return a, nil
 }
 
+// apiKeyDecider runs verify on the seeded key of each scenario: the
+// uniform keys by index, the denial-storm key, or the hot key.
+func (e *sqlEnv) apiKeyDecider(verify func(ctx context.Context, key string) (bool, error)) func(sc scenario) decideFunc {
+	return func(sc scenario) decideFunc {
+		switch sc {
+		case uniformKeys:
+			return func(ctx context.Context, k int) (bool, error) { return verify(ctx, e.apiKeys.uniform[k]) }
+		case denialStorm:
+			return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.deny) }
+		default:
+			return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.hot) }
+		}
+	}
+}
+
 // verifier is API-key verification, apikey.Manager.Verify on the adapter.
 func (e *sqlEnv) verifier(o orm) (*approach, error) {
 	m, err := apikey.New(o.db)
@@ -237,19 +252,10 @@ func (e *sqlEnv) verifier(o orm) (*approach, error) {
 		return r.Valid, err
 	}
 	return &approach{
-		name: o.name + verifySuffix,
-		kind: kindAPIKey,
-		decider: func(sc scenario) decideFunc {
-			switch sc {
-			case uniformKeys:
-				return func(ctx context.Context, k int) (bool, error) { return verify(ctx, e.apiKeys.uniform[k]) }
-			case denialStorm:
-				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.deny) }
-			default:
-				return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, e.apiKeys.hot) }
-			}
-		},
-		stored: e.storedRequests,
+		name:    o.name + verifySuffix,
+		kind:    kindAPIKey,
+		decider: e.apiKeyDecider(verify),
+		stored:  e.storedRequests,
 		burst: func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
 			plain, k, err := m.Create(ctx, apikey.CreateParams{
 				ReferenceID: "sluicebench", Name: "burst",
