@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"strings"
 	"sync"
@@ -56,16 +55,10 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 	switch e.dialect {
 	case gen.Postgres:
 		g, err = gorm.Open(gormpostgres.New(gormpostgres.Config{Conn: e.pool}), quiet)
-		// bun writes every value into the SQL text, so with pgx's default
-		// statement cache each new text is prepared first: one more round
-		// trip. sluicebun's documentation tells bun users on pgx to set
-		// default_query_exec_mode=exec, and so does the bench, on a pool
-		// of bun's own.
-		var bunPool *sql.DB
-		if bunPool, err = e.sidePool(withParam(e.dsn, "default_query_exec_mode=exec")); err != nil {
-			return nil, fmt.Errorf("bun pool: %w", err)
-		}
-		bd = bun.NewDB(bunPool, pgdialect.New())
+		// With no query hook, sluicebun runs its statements on the
+		// *sql.DB under bun with bind parameters, so pgx's default
+		// statement cache keeps their plans, as it does for the floor.
+		bd = bun.NewDB(e.pool, pgdialect.New())
 		drv = entsql.OpenDB(dialect.Postgres, e.pool)
 	case gen.MySQL:
 		g, err = gorm.Open(gormmysql.New(gormmysql.Config{Conn: e.pool}), quiet)
@@ -129,28 +122,15 @@ func (e *sqlEnv) openPgx(opt core.Option) (*core.DB, error) {
 	return sluicepgx.Open(ctx, pool, opt)
 }
 
-// On PostgreSQL three pools stand side by side (the main one, bun's and
-// pgx's), and together they must fit its default max_connections of 100:
-// the side pools hold at most sidePoolConns connections, the main one at
-// most mainPoolConnsPG. Each is enough for the 32 goroutines of the cells
-// reported in the ratios, so none waits for a connection there.
+// On PostgreSQL two pools stand side by side (the main one and pgx's),
+// and together they must fit its default max_connections of 100: pgx's
+// holds at most sidePoolConns connections, the main one at most
+// mainPoolConnsPG. Each is enough for the 64 goroutines of the largest
+// cells, so none waits for a connection there.
 const (
 	sidePoolConns   = 32
-	mainPoolConnsPG = 34
+	mainPoolConnsPG = 64
 )
-
-// sidePool opens another counted pool on the run's database.
-func (e *sqlEnv) sidePool(dsn string) (*sql.DB, error) {
-	p, err := openCounted("pgx", dsn, &e.rt)
-	if err != nil {
-		return nil, err
-	}
-	e.cleanup = append(e.cleanup, func() { p.Close() })
-	n := min(e.conns, sidePoolConns)
-	p.SetMaxOpenConns(n)
-	p.SetMaxIdleConns(n)
-	return p, nil
-}
 
 // withParam adds a run-time parameter to a PostgreSQL DSN of either form.
 func withParam(dsn, kv string) string {

@@ -88,7 +88,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 	switch name {
 	case "postgres":
 		e.dialect, driverName = gen.Postgres, "pgx"
-		conns = min(conns, mainPoolConnsPG) // beside bun's and pgx's pools
+		conns = min(conns, mainPoolConnsPG) // beside pgx's pool
 		if cfg.asyncCommit {
 			// pgx sends unknown DSN parameters as run-time parameters: this
 			// session setting touches no one else's connections.

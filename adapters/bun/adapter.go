@@ -62,7 +62,9 @@ func New(db bun.IDB) (*sluicesql.Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := checkLiterals(ctx, x); err != nil {
+	// Through bun always, even where the engine may bypass it: a hook added
+	// later sends every statement through bun's literals.
+	if err := checkLiterals(ctx, executor{db: db}); err != nil {
 		return nil, err
 	}
 	return a, nil
@@ -88,11 +90,15 @@ func Open(db bun.IDB, opts ...core.Option) (*core.DB, error) {
 //	tx, err := bunDB.BeginTx(ctx, nil)
 //	inTx := adapter.WithExecutor(sluicebun.Executor(tx))
 func Executor(db bun.IDB) sluicesql.Executor {
-	switch db.(type) {
+	switch db := db.(type) {
 	case bun.Tx, *bun.Tx:
-		return executor{db}
+		return executor{db: db}
+	case *bun.DB:
+		if db.Dialect().Name() == dialect.PG {
+			return beginner{executor{db: db, pool: db}}
+		}
 	}
-	return beginner{executor{db}}
+	return beginner{executor{db: db}}
 }
 
 var dialects = map[dialect.Name]sluicesql.Dialect{
@@ -157,14 +163,36 @@ func checkArgs(args []any) error {
 
 // executor runs statements through a bun.IDB. On its own it stands for the
 // caller's bun.Tx.
-type executor struct{ db bun.IDB }
+type executor struct {
+	db bun.IDB
+	// pool is db when it is a PostgreSQL *bun.DB: see bound.
+	pool *bun.DB
+}
 
 func (x executor) unwrap() bun.IDB { return x.db }
+
+// bound returns the *sql.DB under a PostgreSQL *bun.DB that has no query
+// hooks, or nil. bun writes every value into the statement text, so
+// PostgreSQL parses and plans each statement anew: a third of the server's
+// work on a rate-limit decision. With no hook to show the statement to,
+// running it on bun's own *sql.DB with bind parameters changes nothing
+// anyone can observe (the driver and the pool are bun's; a driver-level
+// wrapper such as otelsql still sees it) but bun's query counter, and lets
+// the driver reuse the server's plan. With a hook, bun runs everything.
+func (x executor) bound() *sql.DB {
+	if x.pool == nil || hasHooks(x.pool) {
+		return nil
+	}
+	return x.pool.DB
+}
 
 // Exec runs a statement that returns no rows.
 func (x executor) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	if err := checkArgs(args); err != nil {
 		return nil, err
+	}
+	if db := x.bound(); db != nil {
+		return db.ExecContext(ctx, dollars(query), args...)
 	}
 	return x.db.ExecContext(ctx, query, args...)
 }
@@ -174,7 +202,13 @@ func (x executor) Query(ctx context.Context, query string, args ...any) (sluices
 	if err := checkArgs(args); err != nil {
 		return nil, err
 	}
-	rows, err := x.db.QueryContext(ctx, query, args...)
+	var rows *sql.Rows
+	var err error
+	if db := x.bound(); db != nil {
+		rows, err = db.QueryContext(ctx, dollars(query), args...)
+	} else {
+		rows, err = x.db.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, err // not a nil *sql.Rows inside a non-nil interface
 	}
@@ -190,7 +224,7 @@ func (b beginner) Begin(ctx context.Context) (sluicesql.Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return txn{executor{tx}, tx}, nil
+	return txn{executor{db: tx}, tx}, nil
 }
 
 // txn is a transaction the engine began.

@@ -681,3 +681,43 @@ func TestConn(t *testing.T) {
 		}
 	})
 }
+
+// TestPostgresBindsWithoutHooks: on PostgreSQL a *bun.DB without query
+// hooks has the engine's statements run on its *sql.DB with bind
+// parameters (bun's query counter does not move), and a hook added later,
+// even after New, sees every statement again with bun's literals.
+func TestPostgresBindsWithoutHooks(t *testing.T) {
+	eachTarget(t, func(t *testing.T, f *adaptertest.Fixture) {
+		if f.Adapter.(*sluicesql.Adapter).Dialect() != sluicesql.Postgres {
+			t.Skip("the bound path is PostgreSQL's only")
+		}
+		plain := bun.NewDB(bunDB(t, f).DB, pgdialect.New())
+		db, err := sluicebun.Open(plain, core.WithSchema(f.Schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := plain.DBStats().Queries
+		mustCreate(t, f, db, map[string]any{"name": "bound-key"})
+		inc := core.IncrementRequest{Model: counter, Where: []core.Where{core.Eq("name", "bound-key"), core.Lt("hits", 10)},
+			Increment: map[string]int64{"hits": 1}}
+		row, ok, err := db.IncrementOne(f.Ctx, inc)
+		if err != nil || !ok || row["hits"] != int64(1) {
+			t.Fatalf("IncrementOne = %v, %v, %v; want hits 1", row, ok, err)
+		}
+		if n := plain.DBStats().Queries - before; n != 0 {
+			t.Errorf("bun counted %d queries on a DB without hooks, want 0 (bound path)", n)
+		}
+
+		log := &statementLog{}
+		plain.AddQueryHook(log)
+		if _, ok, err := db.IncrementOne(f.Ctx, inc); err != nil || !ok {
+			t.Fatalf("IncrementOne with a hook = %v, %v", ok, err)
+		}
+		if got := strings.Join(log.take(), "\n"); !strings.Contains(got, "UPDATE") || !strings.Contains(got, "'bound-key'") {
+			t.Fatalf("a hook added after Open did not see the UPDATE with its value:\n%s", got)
+		}
+		if got, ok, err := db.FindOne(f.Ctx, counter, core.Eq("name", "bound-key")); err != nil || !ok || got["hits"] != int64(2) {
+			t.Fatalf("FindOne = %v, %v, %v; want hits 2", got, ok, err)
+		}
+	})
+}

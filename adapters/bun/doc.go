@@ -22,7 +22,8 @@
 // only hands it bun's way of running a statement. Every statement runs
 // through the bun.IDB's ExecContext and QueryContext, and transactions
 // through its BeginTx, Commit and Rollback, so bun's query hooks (bundebug,
-// bunotel, your own) see all of them.
+// bunotel, your own) see all of them (on PostgreSQL without hooks, see
+// below).
 //
 // bun writes each argument into the statement text as a literal rather than
 // sending it to the driver. So that what is stored is exactly what sluice
@@ -53,12 +54,21 @@
 //
 // On a *bun.DB or a bun.Conn the engine begins its own transactions.
 //
-// # PostgreSQL statement preparation
+// # PostgreSQL: bind parameters when no hook is watching
 //
-// Because bun inlines values, each statement's text differs from call to
-// call. pgx's default query mode prepares and caches every distinct text
-// it is asked to query, an extra round trip each time; adding
-// default_query_exec_mode=exec to a pgx DSN avoids it.
+// Because bun inlines values, PostgreSQL would parse and plan every
+// statement anew, a third of its work on a rate-limit decision. So on a
+// PostgreSQL *bun.DB with no query hooks, the engine runs its statements on
+// the *sql.DB under bun, with bind parameters: the same driver and pool,
+// and pgx's default statement cache keeps their plans (with
+// default_query_exec_mode=exec it cannot). Only bun's query counter
+// (DBStats) misses them. The check is made on every statement, so a hook
+// added later, even after New, sees every statement from then on, with
+// bun's literals; a bun.Tx or bun.Conn always runs through bun.
+//
+// With hooks, each statement's text differs from call to call, and pgx's
+// default query mode prepares every distinct text first, an extra round
+// trip; add default_query_exec_mode=exec to the DSN then.
 //
 // # SQLite and concurrent writers
 //
