@@ -9,7 +9,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
@@ -372,27 +371,5 @@ func TestPatchRefusesBadFields(t *testing.T) {
 				t.Errorf("Patch(%v): error %q does not name the field", f, err)
 			}
 		}
-	}
-}
-
-// TestClaimAndPatchKeepExpiry: a rewrite keeps the record's expiry (SET
-// KEEPTTL), as apikey.Claimer requires.
-func TestClaimAndPatchKeepExpiry(t *testing.T) {
-	s, client, prefix := newStorage(t)
-	ctx := context.Background()
-	if err := s.Set(ctx, "k", `{"enabled":true,"remaining":5}`, 100*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	if res, err := s.Claim(ctx, "k", apikey.ClaimRequest{Now: base, Cost: 1}); err != nil || res.Code != "" || *res.Key.Remaining != 4 {
-		t.Fatalf("Claim = %s, %v; want allowed with 4 left", show(res), err)
-	}
-	if d := client.PTTL(ctx, prefix+"k").Val(); d <= 0 || d > 100*time.Second {
-		t.Fatalf("expiry after Claim = %v; want the 100s one kept", d)
-	}
-	if after, ok, err := s.Patch(ctx, "k", map[string]any{"remaining": int64(9)}); err != nil || !ok || *after.Remaining != 9 {
-		t.Fatalf("Patch = %s, %v, %v; want 9 left", show(after), ok, err)
-	}
-	if d := client.PTTL(ctx, prefix+"k").Val(); d <= 0 || d > 100*time.Second {
-		t.Fatalf("expiry after Patch = %v; want the 100s one kept", d)
 	}
 }

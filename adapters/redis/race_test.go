@@ -2,7 +2,6 @@ package sluiceredis_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -13,7 +12,6 @@ import (
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -142,137 +140,5 @@ func TestLimiterRaceCatchesNonAtomic(t *testing.T) {
 	}
 }
 
-// readThenWriteClaimer is the deliberately non-atomic API-key store the race
-// tests must catch: GET the record, apikey.ApplyClaim in Go, SET it back,
-// as a storage without server-side scripts would.
-type readThenWriteClaimer struct {
-	*sluiceredis.Storage
-	b *barrier
-}
-
-func (c readThenWriteClaimer) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
-	v, ok, err := c.Get(ctx, key)
-	c.b.wait()
-	if err != nil || !ok {
-		return apikey.ClaimResult{}, err
-	}
-	var k apikey.StoredKey
-	if err := json.Unmarshal([]byte(v), &k); err != nil {
-		return apikey.ClaimResult{}, err
-	}
-	res := apikey.ApplyClaim(&k, req)
-	if res.Code == "" && req.Cost > 0 {
-		b, _ := json.Marshal(&k)
-		err = c.Set(ctx, key, string(b), 0)
-	}
-	return res, err
-}
-
-// verifyRace creates a key with p at created, then releases n concurrent
-// verifications at now over 4 servers in storage-only mode. It returns how
-// many were valid and the key as stored afterwards.
-func verifyRace(t *testing.T, stores []*sluiceredis.Storage, n int, p apikey.CreateParams, created, now time.Time, wrap func(*sluiceredis.Storage) core.SecondaryStorage) (int64, *apikey.Key) {
-	t.Helper()
-	ctx := context.Background()
-	var clock atomic.Value
-	clock.Store(created)
-	at := func() time.Time { return clock.Load().(time.Time) }
-	var managers []*apikey.Manager
-	for _, s := range stores {
-		m, err := apikey.NewStorageOnly(wrap(s), apikey.WithClock(at))
-		if err != nil {
-			t.Fatal(err)
-		}
-		managers = append(managers, m)
-	}
-	plaintext, key, err := managers[0].Create(ctx, p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	clock.Store(now)
-	var valid atomic.Int64
-	adaptertest.Release(n, func(i int) {
-		res, err := managers[i%len(managers)].Verify(ctx, plaintext)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		if res.Valid {
-			valid.Add(1)
-		} else if res.Code != apikey.CodeUsageExceeded {
-			t.Errorf("verification denied with %s; want only %s", res.Code, apikey.CodeUsageExceeded)
-		}
-	})
-	after, err := managers[0].Get(ctx, key.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return valid.Load(), after
-}
-
 // same runs a race on the storage itself.
 func same(s *sluiceredis.Storage) core.SecondaryStorage { return s }
-
-var noRateLimit = &apikey.RateLimit{Enabled: false}
-
-func lastUnitRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) core.SecondaryStorage) (int64, *apikey.Key) {
-	one := int64(1)
-	at := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	return verifyRace(t, stores, 50, apikey.CreateParams{ReferenceID: "u", Remaining: &one, RateLimit: noRateLimit}, at, at, wrap)
-}
-
-// TestLastUnitRace: a key with 1 use left and 50 concurrent verifications
-// on 4 servers in storage-only mode gives exactly 1 success.
-func TestLastUnitRace(t *testing.T) {
-	got, after := lastUnitRace(t, servers(t, 4), same)
-	if got != 1 {
-		t.Fatalf("%d of 50 verifications succeeded on a key with 1 use left; want exactly 1", got)
-	}
-	if after.Remaining == nil || *after.Remaining != 0 {
-		t.Fatalf("remaining after = %v; want 0", after.Remaining)
-	}
-}
-
-// TestLastUnitRaceCatchesNonAtomic proves TestLastUnitRace can fail.
-func TestLastUnitRaceCatchesNonAtomic(t *testing.T) {
-	b := newBarrier(50)
-	got, _ := lastUnitRace(t, servers(t, 4), func(s *sluiceredis.Storage) core.SecondaryStorage { return readThenWriteClaimer{s, b} })
-	t.Logf("the read-then-write claimer let %d of 50 through on 1 use left", got)
-	if got <= 1 {
-		t.Fatalf("the read-then-write claimer let %d of 50 through on 1 use left; the race should have let more through", got)
-	}
-}
-
-const refillAmount = 5
-
-func refillRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) core.SecondaryStorage) (int64, *apikey.Key, time.Time) {
-	zero := int64(0)
-	created := time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)
-	now := created.Add(time.Hour + time.Millisecond)
-	got, after := verifyRace(t, stores, 20, apikey.CreateParams{ReferenceID: "u", Remaining: &zero,
-		Refill: apikey.Refill{Interval: time.Hour, Amount: refillAmount}, RateLimit: noRateLimit}, created, now, wrap)
-	return got, after, now
-}
-
-// TestRefillRace: with a refill due, 20 concurrent verifications refill the
-// key exactly once and succeed exactly refillAmount times.
-func TestRefillRace(t *testing.T) {
-	got, after, now := refillRace(t, servers(t, 4), same)
-	if got != refillAmount {
-		t.Fatalf("%d of 20 verifications succeeded after a refill of %d; want exactly %d (one refill)", got, refillAmount, refillAmount)
-	}
-	if after.Remaining == nil || *after.Remaining != 0 || !after.LastRefillAt.Equal(now) {
-		t.Fatalf("after the race: remaining %v, lastRefillAt %v; want 0 and %v", after.Remaining, after.LastRefillAt, now)
-	}
-}
-
-// TestRefillRaceCatchesNonAtomic proves TestRefillRace can fail: racing
-// read-then-write claims each see the refill due and refill again.
-func TestRefillRaceCatchesNonAtomic(t *testing.T) {
-	b := newBarrier(20)
-	got, _, _ := refillRace(t, servers(t, 4), func(s *sluiceredis.Storage) core.SecondaryStorage { return readThenWriteClaimer{s, b} })
-	t.Logf("the read-then-write claimer let %d of 20 through after a refill of %d", got, refillAmount)
-	if got <= refillAmount {
-		t.Fatalf("the read-then-write claimer let %d of 20 through after a refill of %d; the race should have refilled more than once", got, refillAmount)
-	}
-}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 
@@ -104,7 +105,8 @@ func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl t
 	v, ok := s.get(key)
 	var n int64
 	if ok {
-		if _, err := fmt.Sscan(v.v, &n); err != nil {
+		var err error
+		if n, err = strconv.ParseInt(v.v, 10, 64); err != nil {
 			return core.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %q holds %q, not a counter", key, v.v)
 		}
 	} else {
@@ -113,7 +115,11 @@ func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl t
 	n += by
 	v.v = fmt.Sprint(n)
 	s.values[key] = v
-	return core.Counter{Value: n, TTL: v.expires.Sub(s.clock())}, nil
+	var left time.Duration // 0: a value set without expiry keeps none
+	if !v.expires.IsZero() {
+		left = v.expires.Sub(s.clock())
+	}
+	return core.Counter{Value: n, TTL: left}, nil
 }
 
 // Claim applies [ApplyClaim] to the key stored at key, under the store's lock.

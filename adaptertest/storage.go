@@ -1,0 +1,255 @@
+package adaptertest
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// StorageCapabilities are what a storage harness claims. The storage suite
+// skips, with the reason, every case that needs something not claimed; the
+// optional interfaces (core.BoundedIncrementer, apikey.Claimer) it finds by
+// type assertion, as the rate limiter and the API-key verifier do.
+type StorageCapabilities struct {
+	// ManualClock: the harness's storages read time from a clock that
+	// StorageHarness.Advance moves. Expiry is then checked to the instant.
+	// Without it the suite writes TTLs of whole seconds and polls, on a
+	// deadline, for values to expire in real time.
+	ManualClock bool
+	// SeveralClients: MakePeer returns storages over independent clients
+	// (connection pools) on the same keys, as several application servers
+	// would have.
+	SeveralClients bool
+}
+
+// StorageHarness gives the storage suite secondary storages on one
+// keyspace. The suite builds a fresh harness for every subtest and closes it
+// at the end of the subtest.
+type StorageHarness interface {
+	// MakeStorage returns a storage on a keyspace that holds no key yet and
+	// that no other harness uses (a key prefix of its own, say), so that
+	// subtests sharing a server never collide.
+	MakeStorage(ctx context.Context) (core.SecondaryStorage, error)
+	// MakePeer returns another storage on the keyspace of MakeStorage, over
+	// a new and independent client. It is called only when
+	// Capabilities().SeveralClients is true.
+	MakePeer(ctx context.Context) (core.SecondaryStorage, error)
+	// Advance moves the storages' clock forward by d. It is called only
+	// when Capabilities().ManualClock is true.
+	Advance(d time.Duration)
+	// Capabilities describes the storages.
+	Capabilities() StorageCapabilities
+	// Close removes every key the storages hold and closes every client.
+	Close()
+}
+
+// StorageHarnessMaker builds a fresh storage harness for one subtest. It
+// may call t.Skip when its server is not configured (see [RedisAddr]).
+type StorageHarnessMaker func(ctx context.Context, t *testing.T) (StorageHarness, error)
+
+// RunStorage runs the conformance and race suite for secondary storages
+// against the storages newHarness makes: Get, Set and Delete, expiry,
+// Increment and core.BoundedIncrementer, hostile keys and values, context
+// cancellation, apikey.Claimer, and races for exact counts and exactly one
+// winner per claim, on one client and on several. Run it from a test of
+// your storage's package:
+//
+//	func TestStorageConformance(t *testing.T) { adaptertest.RunStorage(t, newStorageHarness) }
+func RunStorage(t *testing.T, newHarness StorageHarnessMaker) {
+	runStorageCases(t, newHarness, storageCases())
+}
+
+func runStorageCases(t *testing.T, newHarness StorageHarnessMaker, cases []storageCase) {
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := newStorageFixture(t, newHarness)
+			if c.needs != nil {
+				if why := c.needs(f); why != "" {
+					t.Skip(why)
+				}
+			}
+			if c.slow && !f.caps.ManualClock {
+				// It waits for a TTL to pass in real time: overlap the waits.
+				t.Parallel()
+			}
+			t.Logf("contract: %s", c.contract)
+			c.run(t, f)
+		})
+	}
+}
+
+// storageCase is one case of the storage suite.
+type storageCase struct {
+	name     string
+	contract string                         // the sentence of the contract it checks
+	needs    func(f *storageFixture) string // why to skip; "" to run (nil: always run)
+	// slow: without a manual clock the case waits for a TTL in real time.
+	slow bool
+	// race: concurrent; the suite's own tests require it to fail against a
+	// storage that reads, computes and writes without a lock.
+	race bool
+	run  func(t testing.TB, f *storageFixture)
+}
+
+// storageFixture is one subtest's fresh storage harness.
+type storageFixture struct {
+	ctx   context.Context
+	h     StorageHarness
+	caps  StorageCapabilities
+	s     core.SecondaryStorage
+	start time.Time     // real clock: when the fixture was made
+	moved time.Duration // manual clock: how far Advance has moved it
+}
+
+func newStorageFixture(t *testing.T, newHarness StorageHarnessMaker) *storageFixture {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	h, err := newHarness(ctx, t)
+	if err != nil {
+		t.Fatalf("making storage harness: %v", err)
+	}
+	t.Cleanup(h.Close)
+	s, err := h.MakeStorage(ctx)
+	if err != nil {
+		t.Fatalf("making storage: %v", err)
+	}
+	return &storageFixture{ctx: ctx, h: h, caps: h.Capabilities(), s: s, start: time.Now()}
+}
+
+// clients returns n storages on the fixture's keyspace, as n application
+// servers would have: the first is f.s; the others come from MakePeer when
+// the harness claims SeveralClients, and are f.s otherwise.
+func (f *storageFixture) clients(n int) ([]core.SecondaryStorage, error) {
+	out := []core.SecondaryStorage{f.s}
+	for len(out) < n {
+		s := f.s
+		if f.caps.SeveralClients {
+			var err error
+			if s, err = f.h.MakePeer(f.ctx); err != nil {
+				return nil, fmt.Errorf("MakePeer: %w", err)
+			}
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// now is the time since the fixture was made on the storages' clock: the
+// manual clock's moves, or real time.
+func (f *storageFixture) now() time.Duration {
+	if f.caps.ManualClock {
+		return f.moved
+	}
+	return time.Since(f.start)
+}
+
+// advance moves the manual clock; only cases that checked ManualClock call it.
+func (f *storageFixture) advance(d time.Duration) {
+	f.h.Advance(d)
+	f.moved += d
+}
+
+// ttl is the expiry the cases give values: whole seconds, which every
+// storage can keep (Redis counts them in seconds), and, in real time, short
+// enough to wait for but long enough that the calls after a write finish
+// well before it ends.
+func (f *storageFixture) ttl() time.Duration {
+	if f.caps.ManualClock {
+		return 10 * time.Second
+	}
+	return 2 * time.Second
+}
+
+// The real-clock tolerances: expiry may be observed up to expiryGrace
+// early, as the storage's clock and ours are not one clock; and a value
+// must be gone by expiryDeadline after its TTL, polled every expiryPoll.
+const (
+	expiryGrace    = 20 * time.Millisecond
+	expiryDeadline = 10 * time.Second
+	expiryPoll     = 10 * time.Millisecond
+)
+
+// stalled skips a real-clock case whose TTL passed before it could check
+// what it meant to check: the machine stalled, and the storage is not at
+// fault. written is f.now() taken before the write.
+func (f *storageFixture) stalled(t testing.TB, written, ttl time.Duration) bool {
+	t.Helper()
+	if f.caps.ManualClock || f.now()-written < ttl-expiryGrace {
+		return false
+	}
+	t.Skipf("inconclusive: %v passed between a write with TTL %v and the check after it; the machine stalled", f.now()-written, ttl)
+	return true
+}
+
+// expires checks that keys, written at written (f.now() taken before the
+// writes) with ttl, are there until their TTL ends and gone from then on.
+// With a manual clock it moves the clock to a millisecond before the end,
+// then to the end; in real time it polls until every key is gone, and
+// fails when one goes before its TTL could have ended or long after it.
+func (f *storageFixture) expires(t testing.TB, written, ttl time.Duration, keys ...string) {
+	t.Helper()
+	if f.caps.ManualClock {
+		if d := written + ttl - time.Millisecond - f.now(); d > 0 {
+			f.advance(d)
+		}
+		for _, key := range keys {
+			if _, ok, err := f.s.Get(f.ctx, key); err != nil || !ok {
+				t.Fatalf("Get(%q) a millisecond before its TTL of %v ends: present %v, err %v; want it still there", key, ttl, ok, err)
+			}
+		}
+		f.advance(time.Millisecond)
+		for _, key := range keys {
+			if _, ok, err := f.s.Get(f.ctx, key); err != nil || ok {
+				t.Fatalf("Get(%q) when its TTL of %v has ended: present %v, err %v; want it gone", key, ttl, ok, err)
+			}
+		}
+		return
+	}
+	tick := time.NewTicker(expiryPoll)
+	defer tick.Stop()
+	for left := keys; len(left) > 0; {
+		var still []string
+		for _, key := range left {
+			_, ok, err := f.s.Get(f.ctx, key)
+			if err != nil {
+				t.Fatalf("Get(%q) while waiting for it to expire: %v", key, err)
+			}
+			elapsed := f.now() - written
+			switch {
+			case !ok && elapsed < ttl-expiryGrace:
+				t.Fatalf("%q expired after %v, before its TTL of %v ended", key, elapsed, ttl)
+			case ok && elapsed > ttl+expiryDeadline:
+				t.Fatalf("%q still there %v after it was written with TTL %v: its expiry was extended or lost", key, elapsed, ttl)
+			case ok:
+				still = append(still, key)
+			}
+		}
+		if left = still; len(left) == 0 {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-f.ctx.Done():
+			t.Fatalf("waiting for %q to expire: %v", left, f.ctx.Err())
+		}
+	}
+}
+
+// checkTTL checks a counter's TTL as returned: exactly want on a manual
+// clock, in (0, want] in real time (which has moved on since).
+func (f *storageFixture) checkTTL(t testing.TB, what string, got, want time.Duration) {
+	t.Helper()
+	if f.caps.ManualClock {
+		if got != want {
+			t.Errorf("%s: TTL %v, want %v", what, got, want)
+		}
+		return
+	}
+	if got <= 0 || got > want {
+		t.Errorf("%s: TTL %v, want in (0, %v]", what, got, want)
+	}
+}

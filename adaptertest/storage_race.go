@@ -1,0 +1,373 @@
+package adaptertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+)
+
+// The load of the storage races: as in the adapter races, raceCallers
+// goroutines released at once, round-robin over one client or racePools,
+// raceRounds times on fresh keys.
+const storageIncrements = 8 // increments per caller in IncrementExact
+
+// storageRace is one race, run once per round on keys of its own.
+type storageRace struct {
+	name     string
+	contract string
+	needs    func(f *storageFixture) string
+	run      func(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error
+}
+
+// storageRaceCases are the races, each on one client and on several.
+func storageRaceCases() []storageCase {
+	var out []storageCase
+	for _, r := range []storageRace{
+		{
+			name:     "IncrementExact",
+			contract: "Increment adds by in one atomic step: N callers adding 1 K times each leave exactly N×K, and the values they are handed are 1 to N×K, each once",
+			run:      raceIncrementExact,
+		},
+		{
+			name:     "BoundedExact",
+			contract: "core.BoundedIncrementer adds only when the result stays at or below max, in one atomic step: with N > max callers exactly max/by are admitted, the counter ends at that total, and every refusal sees it",
+			needs:    needBounded,
+			run:      raceBoundedExact,
+		},
+		{
+			name:     "ClaimOneWinnerPerKey",
+			contract: "apikey.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0",
+			needs:    needClaimer,
+			run:      raceClaimOneWinner,
+		},
+		{
+			name:     "ClaimRefillOnce",
+			contract: "apikey.Claimer, atomic: with a refill of A due, concurrent claims refill the key once, so exactly A of them are admitted",
+			needs:    needClaimer,
+			run:      raceClaimRefill,
+		},
+		{
+			name:     "ClaimRateLimitExact",
+			contract: "apikey.Claimer, atomic: a rate limit of M per window admits exactly M of many concurrent claims and spends exactly M of the quota",
+			needs:    needClaimer,
+			run:      raceClaimRateLimit,
+		},
+		{
+			name:     "PatchKeepsConcurrentClaims",
+			contract: "apikey.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
+			needs:    needClaimer,
+			run:      racePatchAndClaims,
+		},
+	} {
+		for _, several := range []bool{false, true} {
+			c := storageCase{name: r.name, contract: r.contract, race: true}
+			if several {
+				c.name += "SeveralClients"
+			}
+			c.needs = func(f *storageFixture) string {
+				if several && !f.caps.SeveralClients {
+					return "the harness does not claim SeveralClients"
+				}
+				if r.needs != nil {
+					return r.needs(f)
+				}
+				return ""
+			}
+			c.run = func(t testing.TB, f *storageFixture) {
+				clients := []core.SecondaryStorage{f.s}
+				if several {
+					var err error
+					if clients, err = f.clients(racePools); err != nil {
+						t.Fatal(err)
+					}
+				}
+				for round := range raceRounds {
+					if err := r.run(f.ctx, f, clients, round); err != nil {
+						t.Errorf("round %d of %d: %v", round+1, raceRounds, err)
+						return
+					}
+				}
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func raceIncrementExact(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	key := "incr:" + strconv.Itoa(round)
+	var errs errorList
+	seen := make([][]int64, raceCallers)
+	Release(raceCallers, func(i int) {
+		s := clients[i%len(clients)]
+		for range storageIncrements {
+			c, err := s.Increment(ctx, key, 1, time.Hour)
+			if err != nil {
+				errs.add(err)
+				return
+			}
+			seen[i] = append(seen[i], c.Value)
+		}
+	})
+	if err := errs.err(); err != nil {
+		return fmt.Errorf("Increment: %w", err)
+	}
+	const total = raceCallers * storageIncrements
+	if v, ok, err := f.s.Get(ctx, key); err != nil || !ok || v != strconv.Itoa(total) {
+		return fmt.Errorf("after %d callers added 1 %d times each, the counter reads %q (present %v, err %v); want %d: increments were lost", raceCallers, storageIncrements, v, ok, err, total)
+	}
+	all := slices.Concat(seen...)
+	slices.Sort(all)
+	for i, v := range all {
+		if v != int64(i+1) {
+			return fmt.Errorf("the values handed to the callers are not 1 to %d each once: the %dth smallest is %d", total, i+1, v)
+		}
+	}
+	return nil
+}
+
+func raceBoundedExact(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	const limit = 10
+	// Half the callers add 1, half add 3: 10 and 3 admissions.
+	keys := [2]string{"bounded1:" + strconv.Itoa(round), "bounded3:" + strconv.Itoa(round)}
+	by := [2]int64{1, 3}
+	var errs errorList
+	var mu sync.Mutex
+	admitted := [2][]int64{}
+	refusedSaw := [2][]int64{}
+	Release(raceCallers, func(i int) {
+		k := i % 2
+		c, ok, err := clients[i%len(clients)].(core.BoundedIncrementer).IncrementBounded(ctx, keys[k], by[k], limit, time.Hour)
+		if err != nil {
+			errs.add(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if ok {
+			admitted[k] = append(admitted[k], c.Value)
+		} else {
+			refusedSaw[k] = append(refusedSaw[k], c.Value)
+		}
+	})
+	if err := errs.err(); err != nil {
+		return fmt.Errorf("IncrementBounded: %w", err)
+	}
+	for k := range keys {
+		n := int64(limit / by[k])
+		want := n * by[k]
+		if int64(len(admitted[k])) != n {
+			return fmt.Errorf("by %d, max %d: %d of %d callers admitted; want exactly %d", by[k], limit, len(admitted[k]), raceCallers/2, n)
+		}
+		if v, ok, err := f.s.Get(ctx, keys[k]); err != nil || !ok || v != strconv.FormatInt(want, 10) {
+			return fmt.Errorf("by %d, max %d: the counter reads %q (present %v, err %v); want %d", by[k], limit, v, ok, err, want)
+		}
+		slices.Sort(admitted[k])
+		for i, v := range admitted[k] {
+			if v != int64(i+1)*by[k] {
+				return fmt.Errorf("by %d: the admitted callers were handed %v; want %d, %d, … %d, each once", by[k], admitted[k], by[k], 2*by[k], want)
+			}
+		}
+		for _, v := range refusedSaw[k] {
+			if v != want {
+				return fmt.Errorf("by %d, max %d: a refused caller saw the counter at %d; only %d can refuse", by[k], limit, v, want)
+			}
+		}
+	}
+	return nil
+}
+
+// claimRace stores recs, releases raceCallers claims of cost 1 at now
+// (caller i claims key i % len(recs)) and returns the results per key.
+func claimRace(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, prefix string, recs []apikey.StoredKey, now int64) ([]string, [][]apikey.ClaimResult, error) {
+	keys := make([]string, len(recs))
+	for i, rec := range recs {
+		keys[i] = fmt.Sprintf("%s:%d", prefix, i)
+		b, err := jsonText(rec)
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := f.s.Set(ctx, keys[i], b, 0); err != nil {
+			return nil, nil, fmt.Errorf("Set(%q): %w", keys[i], err)
+		}
+	}
+	var errs errorList
+	var mu sync.Mutex
+	results := make([][]apikey.ClaimResult, len(recs))
+	Release(raceCallers, func(i int) {
+		k := i % len(recs)
+		res, err := clients[i%len(clients)].(apikey.Claimer).Claim(ctx, keys[k], apikey.ClaimRequest{Now: now, Cost: 1})
+		if err != nil {
+			errs.add(err)
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		results[k] = append(results[k], res)
+	})
+	if err := errs.err(); err != nil {
+		return nil, nil, fmt.Errorf("Claim: %w", err)
+	}
+	return keys, results, nil
+}
+
+// claimTally counts the allowed claims and fails on a denial other than deny.
+func claimTally(results []apikey.ClaimResult, deny apikey.Code) (int, error) {
+	n := 0
+	for _, r := range results {
+		switch {
+		case !r.Found:
+			return 0, errors.New("a claim did not find the stored key")
+		case r.Code == "":
+			n++
+		case r.Code != deny:
+			return 0, fmt.Errorf("a claim was denied with %q; want only %q", r.Code, deny)
+		}
+	}
+	return n, nil
+}
+
+// loadStored reads a stored key without a testing.TB, for the races.
+func loadStored(ctx context.Context, f *storageFixture, key string) (apikey.StoredKey, error) {
+	var k apikey.StoredKey
+	v, ok, err := f.s.Get(ctx, key)
+	if err != nil || !ok {
+		return k, fmt.Errorf("Get(%q): present %v, err %v", key, ok, err)
+	}
+	return k, jsonValue(v, &k)
+}
+
+func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	recs := make([]apikey.StoredKey, 4)
+	for i := range recs {
+		recs[i] = claimKey(int64(100*round+i+1), ptr64(1))
+	}
+	keys, results, err := claimRace(ctx, f, clients, "last:"+strconv.Itoa(round), recs, claimBase)
+	if err != nil {
+		return err
+	}
+	for k, key := range keys {
+		n, err := claimTally(results[k], apikey.CodeUsageExceeded)
+		if err != nil {
+			return fmt.Errorf("key %d: %w", k, err)
+		}
+		if n != 1 {
+			return fmt.Errorf("key %d with one use left: %d of %d concurrent claims won; want exactly 1", k, n, len(results[k]))
+		}
+		after, err := loadStored(ctx, f, key)
+		if err != nil {
+			return err
+		}
+		if after.Remaining == nil || *after.Remaining != 0 {
+			return fmt.Errorf("key %d: remaining %v after the race; want 0", k, show(after.Remaining))
+		}
+	}
+	return nil
+}
+
+func raceClaimRefill(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	const amount = 5
+	rec := claimKey(int64(round+1), ptr64(0))
+	rec.RefillInterval, rec.RefillAmount = ptr64(3_600_000), ptr64(amount)
+	now := claimBase + 3_600_000 + 1
+	keys, results, err := claimRace(ctx, f, clients, "refill:"+strconv.Itoa(round), []apikey.StoredKey{rec}, now)
+	if err != nil {
+		return err
+	}
+	n, err := claimTally(results[0], apikey.CodeUsageExceeded)
+	if err != nil {
+		return err
+	}
+	if n != amount {
+		return fmt.Errorf("with a refill of %d due, %d of %d concurrent claims won; want exactly %d (one refill)", amount, n, raceCallers, amount)
+	}
+	after, err := loadStored(ctx, f, keys[0])
+	if err != nil {
+		return err
+	}
+	if after.Remaining == nil || *after.Remaining != 0 || after.LastRefillAt == nil || *after.LastRefillAt != now {
+		return fmt.Errorf("after the race: remaining %s, lastRefillAt %s; want 0 and %d", show(after.Remaining), show(after.LastRefillAt), now)
+	}
+	return nil
+}
+
+func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	const limit, quota = 3, 1000
+	rec := claimKey(int64(round+1), ptr64(quota))
+	rec.RateLimitEnabled, rec.RateLimitTimeWindow, rec.RateLimitMax = true, ptr64(60_000), ptr64(limit)
+	keys, results, err := claimRace(ctx, f, clients, "rl:"+strconv.Itoa(round), []apikey.StoredKey{rec}, claimBase)
+	if err != nil {
+		return err
+	}
+	n, err := claimTally(results[0], apikey.CodeRateLimited)
+	if err != nil {
+		return err
+	}
+	if n != limit {
+		return fmt.Errorf("rate limit %d per window: %d of %d concurrent claims won; want exactly %d", limit, n, raceCallers, limit)
+	}
+	after, err := loadStored(ctx, f, keys[0])
+	if err != nil {
+		return err
+	}
+	if after.RequestCount != limit || after.Remaining == nil || *after.Remaining != quota-limit {
+		return fmt.Errorf("after the race: requestCount %d, remaining %s; want %d and %d", after.RequestCount, show(after.Remaining), limit, quota-limit)
+	}
+	return nil
+}
+
+func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+	const quota, patchers = 1000, raceCallers / 4
+	key := "patch:" + strconv.Itoa(round)
+	b, err := jsonText(claimKey(int64(round+1), ptr64(quota)))
+	if err != nil {
+		return err
+	}
+	if err := f.s.Set(ctx, key, b, 0); err != nil {
+		return fmt.Errorf("Set(%q): %w", key, err)
+	}
+	var errs errorList
+	var won atomic.Int64
+	Release(raceCallers, func(i int) {
+		cl := clients[i%len(clients)].(apikey.Claimer)
+		if i%4 == 0 {
+			if _, ok, err := cl.Patch(ctx, key, map[string]any{"name": "patch " + strconv.Itoa(i)}); err != nil || !ok {
+				errs.add(fmt.Errorf("Patch: ok %v, err %v", ok, err))
+			}
+			return
+		}
+		res, err := cl.Claim(ctx, key, apikey.ClaimRequest{Now: claimBase, Cost: 1})
+		switch {
+		case err != nil:
+			errs.add(fmt.Errorf("Claim: %w", err))
+		case res.Code != "":
+			errs.add(fmt.Errorf("Claim denied with %q on a key with quota %d", res.Code, quota))
+		default:
+			won.Add(1)
+		}
+	})
+	if err := errs.err(); err != nil {
+		return err
+	}
+	claims := int64(raceCallers - patchers)
+	after, err := loadStored(ctx, f, key)
+	if err != nil {
+		return err
+	}
+	if won.Load() != claims || after.Remaining == nil || *after.Remaining != quota-claims {
+		return fmt.Errorf("%d claims won among %d patches; remaining %s, want %d: a claim or a patch wrote back a counter it had read before another claim", won.Load(), patchers, show(after.Remaining), quota-claims)
+	}
+	if after.Name == nil || len(*after.Name) < len("patch ") || (*after.Name)[:6] != "patch " {
+		return fmt.Errorf("name after the race = %s; want one of the patches'", show(after.Name))
+	}
+	return nil
+}
