@@ -18,5 +18,12 @@
 // package needs no driver. What they read from a database is escaped in
 // the notes they write.
 //
-// The command gen/cmd/sluicegen runs all of it from a //go:generate line.
+// This module needs only the standard library and sluice's core. The
+// command sluicegen (module github.com/sluice-go/sluice/gen/cmd/sluicegen,
+// which adds the database drivers -dsn needs) runs all of it from a
+// //go:generate line, once added to a module as a tool:
+//
+//	go get -tool github.com/sluice-go/sluice/gen/cmd/sluicegen
+//
+//	//go:generate go tool sluicegen -target gorm -dialect postgres -out . -package models
 package gen

@@ -102,3 +102,17 @@ func TestGoNames(t *testing.T) {
 		}
 	}
 }
+
+// generateMap is Generate as a map from file name to content.
+func generateMap(t *testing.T, cfg Config) map[string][]byte {
+	t.Helper()
+	files, err := Generate(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := map[string][]byte{}
+	for _, f := range files {
+		m[f.Name] = f.Data
+	}
+	return m
+}

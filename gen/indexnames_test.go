@@ -176,3 +176,42 @@ func tableNamed(s *core.Schema, name string) (*core.Table, bool) {
 	}
 	return nil, false
 }
+
+// longNamings are namings whose natural index names (table_column_suffix)
+// are too long for PostgreSQL's 63 characters, collide with each other or
+// with a table name. prefix makes the names of one run unique on a shared
+// server (PostgreSQL index names share the schema's namespace).
+func longNamings(prefix string) []struct {
+	name   string
+	naming core.Naming
+} {
+	pad := func(s string, n int) string { return s + strings.Repeat("x", n-len(s)) }
+	return []struct {
+		name   string
+		naming core.Naming
+	}{
+		// The old names cut to 63 characters were the table name itself.
+		{"63-char tables", core.Naming{Tables: map[string]string{
+			core.ModelRateLimit: pad(prefix+"_r", 63), core.ModelAPIKey: pad(prefix+"_a", 63)}}},
+		// The old names were <table>_k for both apikey.configId (renamed
+		// key_cfg, a plain index created first) and apikey.key.
+		{"62-char tables", core.Naming{
+			Tables:  map[string]string{core.ModelRateLimit: pad(prefix+"_r", 62), core.ModelAPIKey: pad(prefix+"_a", 62)},
+			Columns: map[string]map[string]string{core.ModelAPIKey: {"configId": "key_cfg"}}}},
+		// Short tables, long columns: configId and key share their first 60 characters.
+		{"long column overrides", core.Naming{
+			Tables: map[string]string{core.ModelRateLimit: prefix + "_r", core.ModelAPIKey: prefix + "_a"},
+			Columns: map[string]map[string]string{
+				core.ModelRateLimit: {"key": pad("k", 63), "lastRequest": pad("k", 62) + "l"},
+				core.ModelAPIKey:    {"configId": pad("c", 62) + "c", "key": pad("c", 62) + "k"},
+			}}},
+		// <t>_x_key_key is both rate limit's key index (table <t>_x) and
+		// apikey's (table <t>, key column x_key).
+		{"same natural name in two tables", core.Naming{
+			Tables:  map[string]string{core.ModelRateLimit: prefix + "_x", core.ModelAPIKey: prefix},
+			Columns: map[string]map[string]string{core.ModelAPIKey: {"key": "x_key"}}}},
+		// The rate-limit key index's natural name is the apikey table's name.
+		{"index named like a table", core.Naming{
+			Tables: map[string]string{core.ModelRateLimit: prefix + "_r", core.ModelAPIKey: prefix + "_r_key_key"}}},
+	}
+}

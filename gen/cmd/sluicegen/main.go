@@ -5,10 +5,21 @@
 // on stderr what it left; a name read from the database that is not a
 // plain identifier is shown quoted, with Go escapes.
 //
-// Usage, typically from a //go:generate line:
+// It is a module of its own, so that the generator library
+// (github.com/sluice-go/sluice/gen) needs no database driver. Add it to
+// your module as a tool, then run it from //go:generate lines:
 //
-//	go run github.com/sluice-go/sluice/gen/cmd/sluicegen -target gorm -dialect postgres -out models -package models
-//	go run github.com/sluice-go/sluice/gen/cmd/sluicegen -target sql -dialect mysql -dsn 'root@tcp(127.0.0.1:3306)/app' -out migrations
+//	go get -tool github.com/sluice-go/sluice/gen/cmd/sluicegen
+//
+//	//go:generate go tool sluicegen -target gorm -dialect postgres -out . -package models
+//
+// or once, to sync an existing database:
+//
+//	go tool sluicegen -target sql -dialect mysql -dsn 'root@tcp(127.0.0.1:3306)/app' -out migrations
+//
+// (`go run github.com/sluice-go/sluice/gen/cmd/sluicegen` works only in a
+// module that already requires it and all its dependencies.) Without
+// arguments it prints its usage and exits with status 2.
 //
 // Flags:
 //
@@ -47,7 +58,12 @@ import (
 
 func main() {
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "sluicegen:", err)
+		if errors.Is(err, flag.ErrHelp) { // -h asked for the usage, which is on stderr
+			os.Exit(0)
+		}
+		if !errors.Is(err, errUsageShown) {
+			fmt.Fprintln(os.Stderr, "sluicegen:", err)
+		}
 		if errors.Is(err, errUsage) {
 			os.Exit(2)
 		}
@@ -55,7 +71,35 @@ func main() {
 	}
 }
 
-var errUsage = errors.New("usage")
+var (
+	// errUsage marks a bad command line (exit status 2).
+	errUsage = errors.New("usage")
+	// errUsageShown is a bad command line whose usage message is already
+	// on stderr, so main adds nothing.
+	errUsageShown = fmt.Errorf("%w: shown", errUsage)
+)
+
+// usageHead and usageTail frame the flag list of the usage message.
+const (
+	usageHead = `usage: sluicegen -target ent|gorm|bun|sql [-dialect postgres|mysql|sqlite] [flags]
+
+Writes sluice's rateLimit and apikey tables as ent schema files, gorm or bun
+model structs, or SQL DDL with an up/down migration pair; with -dsn, the SQL
+that brings an existing database to the schema.
+
+Flags:
+`
+	usageTail = `
+Examples:
+  sluicegen -target gorm -dialect postgres -out . -package models
+  sluicegen -target ent -out schema -package schema
+  sluicegen -target sql -dialect sqlite -out migrations
+  sluicegen -target sql -dialect postgres -dsn "$DATABASE_URL" -out -
+
+From a //go:generate line, after 'go get -tool github.com/sluice-go/sluice/gen/cmd/sluicegen':
+  //go:generate go tool sluicegen -target gorm -dialect postgres -out . -package models
+`
+)
 
 // pairs collects repeated key=value flags.
 type pairs []string
@@ -74,6 +118,11 @@ type options struct {
 func parse(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("sluicegen", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageHead)
+		fs.PrintDefaults()
+		fmt.Fprint(stderr, usageTail)
+	}
 	var (
 		o                                        options
 		target, dialect, models, preset, migName string
@@ -92,8 +141,15 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&migName, "migration", gen.DefaultMigration, "base name of the migration pair")
 	fs.StringVar(&o.dsn, "dsn", "", "diff against this database instead (target sql)")
 	fs.StringVar(&o.diffFile, "diff-file", "sluice_diff.sql", "file name of the diff script")
-	if err := fs.Parse(args); err != nil {
-		return o, fmt.Errorf("%w: %v", errUsage, err)
+	if len(args) == 0 {
+		fs.Usage()
+		return o, errUsageShown
+	}
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return o, err
+	} else if err != nil {
+		// The flag package has printed the error and the usage.
+		return o, errUsageShown
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -174,6 +175,60 @@ func TestDiffEscapesNames(t *testing.T) {
 			if !strings.HasPrefix(line, "-- ") && !strings.HasPrefix(line, "sluicegen: ") {
 				t.Errorf("%s: line %q is neither a comment nor a message", name, line)
 			}
+		}
+	}
+}
+
+// TestMain runs the command itself when the usage test re-executes this
+// binary with SLUICEGEN_MAIN set, so that main's exit status is tested.
+func TestMain(m *testing.M) {
+	if os.Getenv("SLUICEGEN_MAIN") == "1" {
+		os.Args = append([]string{"sluicegen"}, strings.Fields(os.Getenv("SLUICEGEN_ARGS"))...)
+		main()
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestUsage runs the command with no arguments, with an unknown flag and
+// with -h: each prints the usage (targets, flags, an example) on stderr
+// and nothing on stdout, and exits 2, 2 and 0.
+func TestUsage(t *testing.T) {
+	for _, c := range []struct {
+		args   string
+		status int
+		extra  string
+	}{
+		{"", 2, ""},
+		{"-nosuchflag", 2, "flag provided but not defined: -nosuchflag"},
+		{"-h", 0, ""},
+	} {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), "SLUICEGEN_MAIN=1", "SLUICEGEN_ARGS="+c.args)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		status := 0
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			status = exit.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if status != c.status {
+			t.Errorf("sluicegen %s: exit status %d, want %d\n%s", c.args, status, c.status, stderr.String())
+		}
+		if stdout.Len() != 0 {
+			t.Errorf("sluicegen %s: wrote to stdout: %q", c.args, stdout.String())
+		}
+		for _, want := range []string{"usage: sluicegen -target ent|gorm|bun|sql", "-dialect", "-dsn", "-preset",
+			"sluicegen -target gorm -dialect postgres -out . -package models", "//go:generate go tool sluicegen", c.extra} {
+			if !strings.Contains(stderr.String(), want) {
+				t.Errorf("sluicegen %s: stderr lacks %q:\n%s", c.args, want, stderr.String())
+			}
+		}
+		if strings.Contains(stderr.String(), "unknown target") {
+			t.Errorf("sluicegen %s: stderr reports a target error instead of the usage:\n%s", c.args, stderr.String())
 		}
 	}
 }

@@ -1,6 +1,0 @@
-// Package bunpostgres holds the bun models sluicegen emits for postgres, kept here
-// so that the build proves they compile; the tests in ../../orm prove they
-// match the generated DDL and round-trip rows. go generate refreshes them.
-package bunpostgres
-
-//go:generate go run github.com/sluice-go/sluice/gen/cmd/sluicegen -target bun -dialect postgres -package bunpostgres -out .
