@@ -1,0 +1,47 @@
+module github.com/sluice-go/sluice/examples/quickstart
+
+go 1.26.0
+
+require (
+	entgo.io/ent v0.14.5
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/sluice-go/sluice/adapters/bun v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/ent v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/gorm v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/pgx v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+	github.com/uptrace/bun v1.3.0
+	gorm.io/driver/postgres v1.6.3
+	gorm.io/gorm v1.31.2
+)
+
+require (
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/jinzhu/inflection v1.0.0 // indirect
+	github.com/jinzhu/now v1.1.5 // indirect
+	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	github.com/tmthrgd/go-hex v0.0.0-20190904060850-447a3041c3bc // indirect
+	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
+	github.com/vmihailenco/tagparser/v2 v2.0.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+replace (
+	github.com/sluice-go/sluice/adapters/bun => ../../adapters/bun
+	github.com/sluice-go/sluice/adapters/ent => ../../adapters/ent
+	github.com/sluice-go/sluice/adapters/gorm => ../../adapters/gorm
+	github.com/sluice-go/sluice/adapters/pgx => ../../adapters/pgx
+	github.com/sluice-go/sluice/adapters/sql => ../../adapters/sql
+	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
+	github.com/sluice-go/sluice/core => ../../core
+	github.com/sluice-go/sluice/gen => ../../gen
+)
