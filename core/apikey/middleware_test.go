@@ -104,3 +104,89 @@ func TestMiddlewareFailureIsServerError(t *testing.T) {
 		t.Fatalf("status %d, want 500", rec.Code)
 	}
 }
+
+// TestMiddlewareChallenge: every 401 tells the client which header the key
+// goes in, and only 401s do.
+func TestMiddlewareChallenge(t *testing.T) {
+	e := newEnv(t)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	def := e.m.Middleware()(ok)
+	custom := e.m.Middleware(Header("Authorization-Key"))(ok)
+	key, k := e.create(t, CreateParams{Remaining: quota(1), RateLimit: noRateLimit()})
+	expiring, _ := e.create(t, CreateParams{ExpiresIn: time.Hour, RateLimit: noRateLimit()})
+
+	check := func(what string, h http.Handler, header, key string, status int, want string) {
+		t.Helper()
+		rec, _ := serve(t, h, header, key)
+		if rec.Code != status || rec.Header().Get("WWW-Authenticate") != want {
+			t.Errorf("%s: %d WWW-Authenticate %q, want %d %q", what, rec.Code, rec.Header().Get("WWW-Authenticate"), status, want)
+		}
+	}
+	check("missing", def, DefaultHeader, "", 401, `ApiKey header="x-api-key"`)
+	check("missing, custom header", custom, DefaultHeader, key, 401, `ApiKey header="Authorization-Key"`)
+	check("invalid", custom, "Authorization-Key", "wrong", 401, `ApiKey header="Authorization-Key"`)
+	check("valid", def, DefaultHeader, key, 200, "")
+	check("exhausted", def, DefaultHeader, key, 429, "")
+	off := false
+	if _, err := e.m.Update(t.Context(), k.ID, UpdateParams{Enabled: &off}); err != nil {
+		t.Fatal(err)
+	}
+	check("disabled", def, DefaultHeader, key, 401, `ApiKey header="x-api-key"`)
+	e.clock.Advance(time.Hour)
+	check("expired", def, DefaultHeader, expiring, 401, `ApiKey header="x-api-key"`)
+
+	if got, want := quote(`a"b\c`), `"a\"b\\c"`; got != want {
+		t.Errorf("quote: %s, want %s", got, want)
+	}
+}
+
+// TestMiddlewareRateLimitHeaders: a 429 describes the key's window or quota
+// in the ratelimit middleware's headers, and says when to come back only
+// when the key will admit a request then.
+func TestMiddlewareRateLimitHeaders(t *testing.T) {
+	e := newEnv(t)
+	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {})
+	h := e.m.Middleware()(ok)
+	expect := func(what string, rec *httptest.ResponseRecorder, body ErrorBody, code Code, want map[string]string) {
+		t.Helper()
+		if rec.Code != 429 || body.Code != code {
+			t.Fatalf("%s: %d %+v, want 429 %s", what, rec.Code, body, code)
+		}
+		for _, name := range []string{"RateLimit-Limit", "RateLimit-Remaining", "RateLimit-Reset", "Retry-After"} {
+			if got := rec.Header().Get(name); got != want[name] {
+				t.Errorf("%s: %s = %q, want %q", what, name, got, want[name])
+			}
+		}
+	}
+
+	// The per-key rate limit: 2 a minute, both spent 20.5 s ago.
+	key, _ := e.create(t, CreateParams{RateLimit: &RateLimit{Enabled: true, Window: time.Minute, Max: 2}})
+	serve(t, h, DefaultHeader, key)
+	serve(t, h, DefaultHeader, key)
+	e.clock.Advance(20*time.Second + 500*time.Millisecond)
+	rec, body := serve(t, h, DefaultHeader, key)
+	expect("window spent", rec, body, CodeRateLimited, map[string]string{
+		"RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "40", "Retry-After": "40"})
+
+	// A request that costs more than the maximum: the window is whole, and
+	// still too small.
+	big, _ := e.create(t, CreateParams{RateLimit: &RateLimit{Enabled: true, Window: time.Minute, Max: 2}})
+	rec, body = serve(t, e.m.Middleware(RequestCost(3))(ok), DefaultHeader, big)
+	expect("cost over the maximum", rec, body, CodeRateLimited, map[string]string{
+		"RateLimit-Limit": "2", "RateLimit-Remaining": "2", "RateLimit-Reset": "60", "Retry-After": "60"})
+
+	// A quota of 2 refilled to 2 every minute, spent 15 s after creation.
+	refilled, _ := e.create(t, CreateParams{Remaining: quota(2), Refill: Refill{Interval: time.Minute, Amount: 2}, RateLimit: noRateLimit()})
+	e.clock.Advance(15 * time.Second)
+	serve(t, h, DefaultHeader, refilled)
+	serve(t, h, DefaultHeader, refilled)
+	rec, body = serve(t, h, DefaultHeader, refilled)
+	expect("quota before its refill", rec, body, CodeUsageExceeded, map[string]string{
+		"RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "45", "Retry-After": "45"})
+
+	// A quota that never refills: nothing to wait for.
+	once, _ := e.create(t, CreateParams{Remaining: quota(1), RateLimit: noRateLimit()})
+	serve(t, h, DefaultHeader, once)
+	rec, body = serve(t, h, DefaultHeader, once)
+	expect("quota without refill", rec, body, CodeUsageExceeded, map[string]string{"RateLimit-Remaining": "0"})
+}

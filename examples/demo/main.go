@@ -78,7 +78,7 @@ func databaseFlags(fs *flag.FlagSet, cfg *server.Config, getenv func(string) str
 	fs.StringVar(&cfg.ORM, "orm", or(getenv("SLUICE_DEMO_ORM"), server.ORMGorm), "ORM: "+strings.Join(server.ORMs, ", "))
 	fs.StringVar(&cfg.DB, "db", or(getenv("SLUICE_DEMO_DB"), server.DBSQLite), "database: "+strings.Join(server.Databases, ", "))
 	fs.StringVar(&cfg.DSN, "dsn", getenv("SLUICE_DEMO_DSN"),
-		"database DSN (postgres://... or user@tcp(host:port)/db); for sqlite a file path, default a new file in a temporary directory")
+		"database DSN: postgres://user:pass@host:port/db for postgres, user:pass@tcp(host:port)/db (go-sql-driver form, not a URL) for mysql; for sqlite a file path, default a new file in a temporary directory")
 	fs.StringVar(&cfg.Redis, "redis", getenv("SLUICE_DEMO_REDIS"), "Redis address (host:port) for the per-IP rate-limit counters; default the database")
 }
 

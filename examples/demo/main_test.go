@@ -51,6 +51,8 @@ func TestBadArguments(t *testing.T) {
 		{[]string{"-orm", "xorm"}, `unknown ORM "xorm"`},
 		{[]string{"-db", "oracle"}, `unknown database "oracle"`},
 		{[]string{"-db", "postgres"}, "needs a DSN"},
+		{[]string{"-db", "mysql", "-dsn", "mysql://root:secret@127.0.0.1:3306/test"}, `user:pass@tcp(host:port)/db, such as root@tcp(127.0.0.1:3306)/test, not a URL (it starts with "mysql://")`},
+		{[]string{"-db", "mariadb", "-dsn", "root@127.0.0.1:3306/test"}, "user:pass@tcp(host:port)/db"},
 	} {
 		err := run(context.Background(), tc.args, env(nil), io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -60,6 +62,10 @@ func TestBadArguments(t *testing.T) {
 	err := run(context.Background(), []string{"-orm", "xorm"}, env(nil), io.Discard)
 	if !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("a bad configuration: %v, want core.ErrInvalid", err)
+	}
+	err = run(context.Background(), []string{"-db", "mysql", "-dsn", "mysql://root:secret@127.0.0.1:3306/test"}, env(nil), io.Discard)
+	if err == nil || strings.Contains(err.Error(), "secret") {
+		t.Errorf("a MySQL URL: error %v, want one that does not repeat the password", err)
 	}
 }
 

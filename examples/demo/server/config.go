@@ -4,9 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -119,6 +122,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DB != DBSQLite && c.DSN == "" && slices.Contains(Databases, c.DB) {
 		errs = append(errs, fmt.Errorf("database %s needs a DSN (flag -dsn)", c.DB))
 	}
+	if c.DB == DBMySQL && c.DSN != "" {
+		if err := checkMySQLDSN(c.DSN); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.RedisPrefix == "" {
 		c.RedisPrefix = "sluice-demo:"
 	}
@@ -159,4 +167,22 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("%w: demo config: %w", core.ErrInvalid, err)
 	}
 	return c, nil
+}
+
+// urlScheme matches the start of a URL ("mysql://", "mariadb://"), which
+// go-sql-driver/mysql does not read: it would take "mysql" for a user name.
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
+
+// checkMySQLDSN catches the common mistake of a URL where go-sql-driver
+// wants its own form, before a connection is tried, and says which form is
+// wanted. The DSN itself is not repeated: it may hold a password.
+func checkMySQLDSN(dsn string) error {
+	const want = "the MySQL DSN must be in go-sql-driver/mysql form user:pass@tcp(host:port)/db, such as root@tcp(127.0.0.1:3306)/test"
+	if m := urlScheme.FindString(dsn); m != "" {
+		return fmt.Errorf("%s, not a URL (it starts with %q)", want, m)
+	}
+	if _, err := mysql.ParseDSN(dsn); err != nil {
+		return fmt.Errorf("%s: %w", want, err)
+	}
+	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
@@ -34,15 +36,16 @@ type KeyRequest struct {
 // Duration is a time.Duration written as in Go ("10s", "1m30s") in JSON.
 type Duration time.Duration
 
-// UnmarshalJSON reads a duration string such as "10s".
+// UnmarshalJSON reads a duration string such as "10s". Its error is a
+// *json.UnmarshalTypeError, to which the decoder adds the JSON field's name.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("a duration must be a string such as \"10s\" or \"1m\", not %s", b)
+	v, err := time.Duration(0), json.Unmarshal(b, &s)
+	if err == nil {
+		v, err = time.ParseDuration(s)
 	}
-	v, err := time.ParseDuration(s)
 	if err != nil {
-		return err
+		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
 	}
 	*d = Duration(v)
 	return nil
@@ -53,6 +56,10 @@ func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Durat
 
 // params turns a request into the key manager's parameters, on top of the
 // server's defaults.
+//
+// Every limit the key manager enforces on these values is checked here
+// first, so that an error names the field as the request body spells it
+// (refillEvery), not the manager's (Refill.Interval).
 func (req KeyRequest) params(def KeyDefaults) (apikey.CreateParams, error) {
 	p := apikey.CreateParams{
 		ReferenceID: req.Owner,
@@ -61,6 +68,29 @@ func (req KeyRequest) params(def KeyDefaults) (apikey.CreateParams, error) {
 	}
 	if p.ReferenceID == "" {
 		p.ReferenceID = "demo-user"
+	}
+	switch {
+	case len(req.Owner) > 255:
+		return p, invalid("owner is longer than 255 bytes")
+	case !utf8.ValidString(req.Name) || utf8.RuneCountInString(req.Name) > apikey.MaxNameLength:
+		return p, invalid("name must be valid UTF-8 of at most %d characters", apikey.MaxNameLength)
+	case req.Quota != nil && *req.Quota < 0:
+		return p, invalid("quota %d is negative", *req.Quota)
+	case req.RefillAmount != nil && *req.RefillAmount <= 0:
+		return p, invalid("refillAmount must be positive, got %d (for no refill, set refillEvery to \"0s\")", *req.RefillAmount)
+	case req.RateLimit != nil && *req.RateLimit < 0:
+		return p, invalid("rateLimit %d is negative (0 turns the rate limit off)", *req.RateLimit)
+	case req.Unlimited && (req.Quota != nil || req.RefillEvery != nil || req.RefillAmount != nil):
+		return p, invalid("unlimited excludes quota, refillEvery and refillAmount")
+	}
+	if err := checkMillis("refillEvery", req.RefillEvery, true); err != nil {
+		return p, err
+	}
+	if err := checkMillis("rateLimitWindow", req.RateLimitWindow, false); err != nil {
+		return p, err
+	}
+	if err := checkMillis("expiresIn", req.ExpiresIn, false); err != nil {
+		return p, err
 	}
 	quota := def.Quota
 	if req.Quota != nil {
@@ -76,17 +106,15 @@ func (req KeyRequest) params(def KeyDefaults) (apikey.CreateParams, error) {
 	if req.RefillAmount != nil {
 		refill.Amount = *req.RefillAmount
 	}
-	if refill.Interval == 0 {
-		if req.RefillAmount != nil {
-			return p, fmt.Errorf("%w: refillAmount needs a positive refillEvery", core.ErrInvalid)
-		}
-		refill = apikey.Refill{}
-	}
 	switch {
-	case req.Unlimited && (req.Quota != nil || req.RefillEvery != nil || req.RefillAmount != nil):
-		return p, fmt.Errorf("%w: unlimited excludes quota, refillEvery and refillAmount", core.ErrInvalid)
-	case req.Unlimited:
-	default:
+	case refill.Interval == 0 && req.RefillAmount != nil:
+		return p, invalid("refillAmount needs a positive refillEvery")
+	case refill.Interval == 0:
+		refill = apikey.Refill{}
+	case refill.Amount == 0 && !req.Unlimited:
+		return p, invalid("quota 0 would refill to 0: set refillAmount, or refillEvery \"0s\" for no refill")
+	}
+	if !req.Unlimited {
 		p.Remaining, p.Refill = &quota, refill
 	}
 	rl := apikey.RateLimit{Enabled: true, Max: def.RateMax, Window: def.RateWindow}
@@ -99,12 +127,50 @@ func (req KeyRequest) params(def KeyDefaults) (apikey.CreateParams, error) {
 	}
 	p.RateLimit = &rl
 	if req.ExpiresIn != nil {
-		if *req.ExpiresIn <= 0 {
-			return p, fmt.Errorf("%w: expiresIn must be positive, got %v", core.ErrInvalid, time.Duration(*req.ExpiresIn))
-		}
 		p.ExpiresIn = time.Duration(*req.ExpiresIn)
 	}
 	return p, nil
+}
+
+// checkMillis holds a duration field to what the key manager stores: a
+// positive whole number of milliseconds (or zero, where zero means none).
+func checkMillis(field string, d *Duration, zeroOK bool) error {
+	switch {
+	case d == nil || (zeroOK && *d == 0):
+		return nil
+	case *d <= 0:
+		return invalid("%s must be positive, got %v", field, time.Duration(*d))
+	case time.Duration(*d)%time.Millisecond != 0:
+		return invalid("%s must be a whole number of milliseconds, got %v", field, time.Duration(*d))
+	}
+	return nil
+}
+
+func invalid(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", core.ErrInvalid, fmt.Sprintf(format, args...))
+}
+
+// bodyError explains a body that does not decode into a KeyRequest, naming
+// the field as the body spells it: encoding/json's own message names the
+// Go struct field ("Go struct field KeyRequest.quota").
+func bodyError(err error) string {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "bad JSON body: " + err.Error() // syntax, unknown field: already in the body's terms
+	}
+	if te.Field == "" {
+		return "the body must be a JSON object, not " + te.Value
+	}
+	want := "a whole number"
+	switch te.Type {
+	case reflect.TypeFor[Duration]():
+		want = `a duration string such as "10s" or "1m30s"`
+	case reflect.TypeFor[string]():
+		want = "a string"
+	case reflect.TypeFor[bool]():
+		want = "true or false"
+	}
+	return fmt.Sprintf("%s must be %s, not %s", te.Field, want, te.Value)
 }
 
 // createKey creates a key and shows its plaintext, once: only its hash is
@@ -114,7 +180,7 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) { // an empty body takes the defaults
-		writeJSON(w, http.StatusBadRequest, errorBody("INVALID_REQUEST", "bad JSON body: "+err.Error()))
+		writeJSON(w, http.StatusBadRequest, errorBody("INVALID_REQUEST", bodyError(err)))
 		return
 	}
 	p, err := req.params(s.cfg.Key)
