@@ -103,7 +103,8 @@ type Unwrapper interface {
 
 // SchemaChecker is implemented by adapters that can inspect the tables they
 // run on. CheckSchema reports, naming what is missing, when t lacks what
-// exact decisions depend on: a unique index on each field the schema marks
+// exact decisions depend on: the table itself or one of its columns, a
+// unique index on each field the schema marks
 // Unique (without it, two concurrent first requests can each insert a
 // counter for the same key), or a comparison that ignores trailing spaces
 // on such a field (then two keys share one row). [DB.CheckSchema] runs it;

@@ -513,6 +513,11 @@ func (db *DB) CheckSchema(ctx context.Context, models ...string) error {
 	if db == nil || db.adapter == nil {
 		return invalid(op, "", "the DB is not initialised: make it with core.New or an adapter's Open")
 	}
+	return db.checkSchema(ctx, op, models)
+}
+
+// checkSchema is CheckSchema, its errors named after op.
+func (db *DB) checkSchema(ctx context.Context, op string, models []string) error {
 	sc, ok := db.adapter.(SchemaChecker)
 	if !ok {
 		return nil

@@ -14,7 +14,7 @@ import (
 
 // Adapter is the [core.Adapter] of every SQL database, over any [Executor].
 // It also implements [core.Incrementer], [core.Transactor],
-// [core.SchemaChecker] and [core.Unwrapper]. It is safe for concurrent use
+// [core.SchemaChecker], [core.TableCreator] and [core.Unwrapper]. It is safe for concurrent use
 // when its executor is (a pool is; a transaction is not).
 type Adapter struct {
 	e *engine // shared by every adapter derived from the same New

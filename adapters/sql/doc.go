@@ -23,5 +23,28 @@
 //
 //	db, err := sql.Open("pgx", dsn)
 //	sdb, err := sluicesql.Open(db, sluicesql.Postgres)
+//	err = sdb.CreateTables(ctx) // sluice's tables, unless they exist
 //	limiter, err := ratelimit.New(ratelimit.Database(sdb))
+//
+// # Creating the tables
+//
+// core.DB.CreateTables, on every adapter built on this engine (gorm, bun,
+// ent, pgx and database/sql), creates the tables of the DB's schema that
+// are missing, with their indexes, from the same DDL sluicegen writes, and
+// with the schema's physical names (core.WithNaming, such as Better
+// Auth's). It is idempotent and non-destructive, so a program can call it
+// at every start: an existing table is never altered or dropped, and keeps
+// its rows; several processes starting at once all succeed. On PostgreSQL
+// and SQLite the missing tables are created in one transaction; on MySQL
+// and MariaDB, whose DDL commits at once, each is one CREATE TABLE IF NOT
+// EXISTS holding its unique key, and CreateTables refuses to create inside
+// a transaction of the caller's, which it would commit.
+//
+// A table that exists but does not fit, made by other DDL or an older
+// schema, is not repaired: CreateTables then fails with core.ErrSchema,
+// naming the missing column or unique index and the fix (sluicegen -dsn
+// writes the ALTER TABLE or CREATE INDEX). Creating a unique index on a
+// table in use would lock it and fail on duplicate keys, a decision that
+// belongs to a migration. Programs that manage their schema with
+// migrations can skip CreateTables and use sluicegen's files instead.
 package sluicesql

@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/sluice-go/sluice/core"
 )
 
 // CheckSchema reports, with core.ErrSchema, a table that lacks what exact
-// decisions depend on: the table itself, a unique index on each field the
+// decisions depend on: the table itself, a column of the model, a unique
+// index on each field the
 // schema marks Unique (on that column alone, without a predicate), and, on
 // MySQL, a collation that tells keys apart when they differ only by
 // trailing spaces (PAD SPACE collations such as utf8mb4_bin do not).
@@ -25,7 +27,10 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *core.Table) error {
 		return err
 	}
 	if uniq == nil {
-		return fmt.Errorf("%w: table %q (model %s) does not exist: create it (sluicegen writes its DDL)", core.ErrSchema, t.Name, t.Model)
+		return fmt.Errorf("%w: table %q (model %s) does not exist: create it (core.DB.CreateTables does, or sluicegen writes its DDL)", core.ErrSchema, t.Name, t.Model)
+	}
+	if err := a.checkColumns(ctx, t); err != nil {
+		return err
 	}
 	for _, col := range need {
 		if !uniq[col] {
@@ -38,6 +43,51 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *core.Table) error {
 			if err := a.checkNoPad(ctx, t, col); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkColumns refuses a table that lacks a column of the model: made by
+// other DDL, or before the model had the field. Nothing would work on it
+// (every statement names every column), and CreateTables leaves an
+// existing table as it is, so the error names the missing column and how
+// to add it.
+func (a *Adapter) checkColumns(ctx context.Context, t *core.Table) error {
+	b := a.newBuilder()
+	switch a.e.features.Dialect {
+	case Postgres:
+		b.write(`SELECT attname AS col FROM pg_attribute WHERE attrelid = to_regclass(`)
+		b.arg(b.d.quote(t.Name))
+		b.write(`) AND attnum > 0 AND NOT attisdropped`)
+	case MySQL:
+		b.write(`SELECT COLUMN_NAME AS col FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
+		b.arg(t.Name)
+	default:
+		b.write(`SELECT name AS col FROM pragma_table_info(`)
+		b.arg(t.Name)
+		b.write(`)`)
+	}
+	have, err := a.nameSet(ctx, b, "col")
+	if err != nil {
+		return err
+	}
+	if a.e.features.Dialect != Postgres { // MySQL and SQLite match column names case-insensitively
+		for name := range have {
+			have[strings.ToLower(name)] = true
+		}
+	}
+	for _, c := range t.Columns {
+		name := c.Name
+		if a.e.features.Dialect != Postgres {
+			name = strings.ToLower(name)
+		}
+		if !have[name] {
+			return fmt.Errorf("%w: table %q (model %s) has no column %q (field %s): the table was made by other DDL "+
+				"or an older schema, and CreateTables leaves an existing table as it is; add the column (go tool "+
+				"sluicegen -target sql -dsn … writes the ALTER TABLE), or drop the table if it holds nothing you "+
+				"need and call CreateTables again",
+				core.ErrSchema, t.Name, t.Model, c.Name, c.Field.Name)
 		}
 	}
 	return nil

@@ -87,6 +87,14 @@ func (w withoutIncrement) Count(ctx context.Context, t *core.Table, where []core
 func (w withoutIncrement) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
 	return w.m.transaction(ctx, fn, false)
 }
+func (w withoutIncrement) CreateTables(ctx context.Context, s *core.Schema) error {
+	return w.m.CreateTables(ctx, s)
+}
+
+// CreateTables implements [core.TableCreator] with nothing to do: the store
+// makes a table on first use, so core.DB.CreateTables works as it does on
+// a database and code written for one runs on the other unchanged.
+func (m *Memory) CreateTables(context.Context, *core.Schema) error { return nil }
 
 func (m *Memory) table(name string) *table {
 	m.mu.Lock()

@@ -152,6 +152,9 @@ func (tx *txAdapter) Count(ctx context.Context, t *core.Table, where []core.Wher
 	return tx.m.Count(ctx, t, where)
 }
 
+// CreateTables has nothing to create, as [Memory.CreateTables].
+func (tx *txAdapter) CreateTables(context.Context, *core.Schema) error { return nil }
+
 // Transaction runs fn in a nested transaction on the same journal: an error
 // from fn undoes fn's writes and leaves the enclosing transaction usable.
 func (tx *txAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
@@ -196,10 +199,14 @@ func (tx txIncrementer) Transaction(ctx context.Context, fn func(context.Context
 }
 
 var (
-	_ core.Transactor  = (*txAdapter)(nil)
-	_ core.Transactor  = txIncrementer{}
-	_ core.Incrementer = (*Memory)(nil)
-	_ core.Transactor  = (*Memory)(nil)
-	_ core.Transactor  = withoutIncrement{}
-	_ core.Incrementer = txIncrementer{}
+	_ core.Transactor   = (*txAdapter)(nil)
+	_ core.Transactor   = txIncrementer{}
+	_ core.Incrementer  = (*Memory)(nil)
+	_ core.Transactor   = (*Memory)(nil)
+	_ core.Transactor   = withoutIncrement{}
+	_ core.Incrementer  = txIncrementer{}
+	_ core.TableCreator = (*Memory)(nil)
+	_ core.TableCreator = withoutIncrement{}
+	_ core.TableCreator = (*txAdapter)(nil)
+	_ core.TableCreator = txIncrementer{}
 )
