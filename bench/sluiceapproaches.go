@@ -19,13 +19,13 @@ import (
 	"github.com/uptrace/bun/dialect/sqlitedialect"
 	gormmysql "gorm.io/driver/mysql"
 	gormpostgres "gorm.io/driver/postgres"
-	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
 	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	"github.com/sluice-go/sluice/adapters/gorm/sqlitegorm"
 	sluicepgx "github.com/sluice-go/sluice/adapters/pgx"
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
@@ -65,7 +65,7 @@ func (e *sqlEnv) openORMs() ([]orm, error) {
 		bd = bun.NewDB(e.pool, mysqldialect.New())
 		drv = entsql.OpenDB(dialect.MySQL, e.pool)
 	case gen.SQLite:
-		g, err = gorm.Open(gormsqlite.Dialector{DriverName: "sqlite", Conn: e.pool}, quiet)
+		g, err = gorm.Open(sqlitegorm.Dialector(e.pool), quiet)
 		bd = bun.NewDB(e.pool, sqlitedialect.New())
 		drv = entsql.OpenDB(dialect.SQLite, e.pool)
 	}

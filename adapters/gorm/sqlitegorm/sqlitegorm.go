@@ -12,20 +12,46 @@
 // wait their turn and every transaction takes the write lock at BEGIN.
 //
 // Only modernc.org/sqlite registers the database/sql driver name "sqlite"
-// here; gorm.io/driver/sqlite is used for its dialector alone, on the
-// already open pool, so that sluice's gorm, bun and ent adapters can share
-// one SQLite driver in one program.
+// here, so that sluice's gorm, bun and ent adapters share one SQLite driver
+// in one program (two registrations of "sqlite" panic). gorm's dialect for
+// it comes from github.com/libtnb/sqlite, a pure-Go port of
+// gorm.io/driver/sqlite onto modernc.org/sqlite: gorm.io/driver/sqlite
+// itself imports github.com/mattn/go-sqlite3, which needs cgo and a C
+// compiler. [Dialector] hands it an already open pool.
+//
+// libtnb/sqlite's init turns on three process-wide modernc.org/sqlite
+// switches (StrictPragmas, OFDLocking, Fdatasync) that are off upstream.
+// This package turns them back off in its own init, so that linking the
+// gorm adapter does not change how the bun and ent adapters' SQLite
+// behaves in the same program; a program that wants them calls them from
+// main (see modernc.org/sqlite), after every package init has run.
 package sqlitegorm
 
 import (
 	"database/sql"
 	"fmt"
+	"os"
 
+	"github.com/libtnb/sqlite"
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
-	"gorm.io/driver/sqlite"
 	"gorm.io/gorm"
-	_ "modernc.org/sqlite" // registers "sqlite"
+	moderncsqlite "modernc.org/sqlite" // registers "sqlite"
 )
+
+// init undoes libtnb/sqlite's init, which has run before it (this package
+// imports that one): modernc.org/sqlite's upstream defaults stay in force,
+// as they were when gorm.io/driver/sqlite's dialector was used here.
+// OFD locking is left alone when MODERNC_SQLITE_OFD_LOCK is set, because
+// modernc.org/sqlite then takes its setting from there and libtnb/sqlite did
+// not touch it. No connection is open yet, so none of the calls can fail
+// for being late; where a switch is unavailable it is off already.
+func init() {
+	moderncsqlite.StrictPragmas(false)
+	if _, ok := os.LookupEnv("MODERNC_SQLITE_OFD_LOCK"); !ok {
+		_, _ = moderncsqlite.OFDLocking(false)
+	}
+	_, _ = moderncsqlite.Fdatasync(false)
+}
 
 // Options are the DSN parameters for concurrent writers: wait up to 10 s for
 // the write lock, write-ahead logging (readers do not block the writer),
@@ -44,6 +70,21 @@ func Open(path string, cfg *gorm.Config) (*gorm.DB, error) {
 	return OpenDSN(DSN(path), cfg)
 }
 
+// Dialector returns gorm's SQLite dialector on pool, a *sql.DB already
+// opened with modernc.org/sqlite (driver name "sqlite"): pass it to
+// gorm.Open. It opens no connection of its own and registers no driver, so
+// a program can share pool, or at least the one SQLite driver, with bun and
+// ent. Prefer [Open] or [OpenDSN] unless the pool is opened elsewhere; open
+// it with [Options] for concurrent writers.
+//
+// Its error translation knows modernc.org/sqlite's errors (gorm.io/driver/sqlite
+// knew only mattn's): with gorm.Config.TranslateError, a unique or
+// primary key violation is gorm.ErrDuplicatedKey and a foreign key one
+// gorm.ErrForeignKeyViolated.
+func Dialector(pool *sql.DB) gorm.Dialector {
+	return sqlite.New(sqlite.Config{DriverName: "sqlite", Conn: pool})
+}
+
 // OpenDSN opens a modernc.org/sqlite DSN (driver name "sqlite") and returns a
 // *gorm.DB on it. Use [DSN] or [Options] unless you know the database has a
 // single writer. cfg may be nil; like gorm.Open, OpenDSN keeps cfg and
@@ -56,7 +97,7 @@ func OpenDSN(dsn string, cfg *gorm.Config) (*gorm.DB, error) {
 	if cfg == nil {
 		cfg = &gorm.Config{}
 	}
-	db, err := gorm.Open(sqlite.Dialector{DriverName: "sqlite", Conn: pool}, cfg)
+	db, err := gorm.Open(Dialector(pool), cfg)
 	if err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("sqlitegorm: %w", err)

@@ -1,6 +1,9 @@
 package sqlitegorm_test
 
 import (
+	"database/sql"
+	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -9,6 +12,7 @@ import (
 	"github.com/sluice-go/sluice/adaptertest"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
+	moderncsqlite "modernc.org/sqlite"
 )
 
 func TestOpenSetsUpConcurrentWriters(t *testing.T) {
@@ -60,5 +64,75 @@ func TestDSN(t *testing.T) {
 	// documented ones the same.
 	if sqlitegorm.Options != adaptertest.SQLiteOptions {
 		t.Fatalf("Options %q differ from adaptertest.SQLiteOptions %q", sqlitegorm.Options, adaptertest.SQLiteOptions)
+	}
+}
+
+// Linking this package must not flip modernc.org/sqlite's process-wide
+// switches that libtnb/sqlite's init turns on: the bun and ent adapters in
+// the same program share the driver and expect its upstream defaults.
+func TestLeavesModerncDefaults(t *testing.T) {
+	if moderncsqlite.StrictPragmasEnabled() {
+		t.Error("StrictPragmas is on")
+	}
+	if moderncsqlite.FdatasyncEnabled() {
+		t.Error("Fdatasync is on")
+	}
+	if _, set := os.LookupEnv("MODERNC_SQLITE_OFD_LOCK"); !set && moderncsqlite.OFDLockingEnabled() {
+		t.Error("OFD locking is on although MODERNC_SQLITE_OFD_LOCK is unset")
+	}
+}
+
+type widget struct {
+	ID   int64  `gorm:"primaryKey;autoIncrement"`
+	Name string `gorm:"uniqueIndex;not null"`
+	Size int    `gorm:"default:3"`
+}
+
+// Dialector works on a pool opened elsewhere: gorm runs on that very pool,
+// AutoMigrate creates the table and its index, inserts get their id back,
+// and with TranslateError a unique violation from modernc.org/sqlite is
+// gorm.ErrDuplicatedKey.
+func TestDialectorOnOpenPool(t *testing.T) {
+	pool, err := sql.Open("sqlite", sqlitegorm.DSN(filepath.Join(t.TempDir(), "app.db")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	db, err := gorm.Open(sqlitegorm.Dialector(pool), &gorm.Config{Logger: logger.Discard, TranslateError: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := db.DB(); got != pool {
+		t.Fatalf("gorm runs on %p, not on the pool %p it was given", got, pool)
+	}
+	if err := db.AutoMigrate(&widget{}); err != nil {
+		t.Fatal(err)
+	}
+	// A second AutoMigrate of the same model must find nothing to change.
+	if err := db.AutoMigrate(&widget{}); err != nil {
+		t.Fatalf("second AutoMigrate: %v", err)
+	}
+	if !db.Migrator().HasIndex(&widget{}, "Name") {
+		t.Error("AutoMigrate made no unique index on name")
+	}
+	a, b := widget{Name: "a"}, widget{Name: "b"}
+	if err := db.Create(&a).Error; err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Create(&b).Error; err != nil {
+		t.Fatal(err)
+	}
+	if a.ID == 0 || b.ID == a.ID {
+		t.Fatalf("ids %d and %d, want two distinct non-zero ids", a.ID, b.ID)
+	}
+	var got widget
+	if err := db.First(&got, b.ID).Error; err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "b" || got.Size != 3 {
+		t.Fatalf("read back %+v, want name b and the default size 3", got)
+	}
+	if err := db.Create(&widget{Name: "a"}).Error; !errors.Is(err, gorm.ErrDuplicatedKey) {
+		t.Fatalf("duplicate name = %v, want gorm.ErrDuplicatedKey", err)
 	}
 }

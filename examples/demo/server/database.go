@@ -20,7 +20,6 @@ import (
 	"github.com/uptrace/bun/schema"
 	gormmysql "gorm.io/driver/mysql"
 	gormpostgres "gorm.io/driver/postgres"
-	gormsqlite "gorm.io/driver/sqlite"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 	_ "modernc.org/sqlite" // registers "sqlite", the one SQLite driver of every ORM here
@@ -28,6 +27,7 @@ import (
 	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
+	"github.com/sluice-go/sluice/adapters/gorm/sqlitegorm"
 	sluicepgx "github.com/sluice-go/sluice/adapters/pgx"
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
@@ -133,9 +133,9 @@ func openGorm(pool *sql.DB, d gen.Dialect, opts []core.Option) (*core.DB, error)
 	var dialector gorm.Dialector
 	switch d {
 	case gen.SQLite:
-		// The dialector alone, on the modernc pool: gorm's own SQLite driver
-		// (mattn) is never opened, as sluicegorm/sqlitegorm does.
-		dialector = gormsqlite.Dialector{DriverName: "sqlite", Conn: pool}
+		// The dialector alone, on the modernc pool: pure Go, and it
+		// registers no second "sqlite" driver beside bun's and ent's.
+		dialector = sqlitegorm.Dialector(pool)
 	case gen.Postgres:
 		dialector = gormpostgres.New(gormpostgres.Config{Conn: pool})
 	case gen.MySQL:
