@@ -113,3 +113,7 @@ func Example_transaction() {
 	// in the transaction: 1 <nil>
 	// after the rollback: 0 <nil>
 }
+
+// randTag distinguishes this process's example tables from those of other
+// test processes sharing the database server.
+func randTag() int64 { return (time.Now().UnixNano()/1000 + int64(os.Getpid())*7919) % 1_000_000 }

@@ -4,7 +4,7 @@
 # redis-cli 7 or later. Stop it with: kill $(cat "$DIR"/*/pid)
 #
 #   eval "$(adapters/redis/testdata/start-cluster.sh)"
-#   go test ./adapters/redis/...
+#   go test ./adapters/redis/redistest
 set -eu
 BASE=${BASE:-17101}
 DIR=${DIR:-$(mktemp -d)}

@@ -1,0 +1,7 @@
+// Package buntest holds the tests and benchmarks of sluicebun that need
+// modules the adapter itself does not: adaptertest's conformance and race
+// suites, gen's DDL, and the PostgreSQL, MySQL and SQLite drivers. They live
+// in a module of their own so that a program requiring
+// github.com/sluice-go/sluice/adapters/bun does not find them in its module
+// graph. The package has no API; run its tests with go test.
+package buntest

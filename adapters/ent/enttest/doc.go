@@ -1,0 +1,7 @@
+// Package enttest holds the tests and benchmarks of sluiceent that need
+// modules the adapter itself does not: adaptertest's conformance and race
+// suites, gen's DDL, and the PostgreSQL and MySQL drivers. They live in a
+// module of their own so that a program requiring
+// github.com/sluice-go/sluice/adapters/ent does not find them in its module
+// graph. The package has no API; run its tests with go test.
+package enttest

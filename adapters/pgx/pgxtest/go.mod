@@ -1,0 +1,30 @@
+module github.com/sluice-go/sluice/adapters/pgx/pgxtest
+
+go 1.26.0
+
+require (
+	github.com/jackc/pgx/v5 v5.12.0
+	github.com/sluice-go/sluice/adapters/pgx v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/jackc/pgpassfile v1.0.0 // indirect
+	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
+	github.com/jackc/puddle/v2 v2.2.3 // indirect
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.24.0 // indirect
+	golang.org/x/text v0.41.0 // indirect
+)
+
+replace (
+	github.com/sluice-go/sluice/adapters/pgx => ..
+	github.com/sluice-go/sluice/adapters/sql => ../../sql
+	github.com/sluice-go/sluice/adaptertest => ../../../adaptertest
+	github.com/sluice-go/sluice/core => ../../../core
+	github.com/sluice-go/sluice/gen => ../../../gen
+)

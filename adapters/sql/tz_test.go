@@ -1,5 +1,0 @@
-package sluicesql_test
-
-import "time"
-
-func timeLoad(name string) (*time.Location, error) { return time.LoadLocation(name) }
