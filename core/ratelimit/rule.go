@@ -22,15 +22,23 @@ var Unlimited = Rule{Max: -1}
 
 // Validate reports what is wrong with the rule, wrapping core.ErrInvalid.
 func (r Rule) Validate() error {
-	switch {
-	case r.Window <= 0:
-		return invalidf("rule window %v must be positive", r.Window)
-	case r.Window%time.Millisecond != 0:
-		return invalidf("rule window %v is not a whole number of milliseconds", r.Window)
-	case r.Max < 0:
-		return invalidf("rule max %d must not be negative", r.Max)
+	if p := r.problem(); p != "" {
+		return invalidf("%s", p)
 	}
 	return nil
+}
+
+// problem says what is wrong with the rule, or "".
+func (r Rule) problem() string {
+	switch {
+	case r.Window <= 0:
+		return fmt.Sprintf("rule window %v must be positive", r.Window)
+	case r.Window%time.Millisecond != 0:
+		return fmt.Sprintf("rule window %v is not a whole number of milliseconds", r.Window)
+	case r.Max < 0:
+		return fmt.Sprintf("rule max %d must not be negative", r.Max)
+	}
+	return ""
 }
 
 // Decision is the answer to one request.

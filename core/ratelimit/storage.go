@@ -15,4 +15,6 @@ type Storage interface {
 	// prune deletes counters whose window is over at now under every rule
 	// whose window is at most longest (0: undeclared), and returns how many.
 	prune(ctx context.Context, now, longest int64) (int64, error)
+	// reset deletes key's counter; a missing one is not an error.
+	reset(ctx context.Context, key string) error
 }

@@ -1,0 +1,63 @@
+package ratelimit
+
+import (
+	"strconv"
+	"strings"
+	"time"
+)
+
+// unitWindows are the units of rules written "100-M", as ulule/limiter
+// writes them.
+var unitWindows = map[string]time.Duration{"S": time.Second, "M": time.Minute, "H": time.Hour, "D": 24 * time.Hour}
+
+// ParseRule reads a rule written as in a configuration file: "100-M" (100
+// per minute; units S, M, H and D), "5/30s" (a Go duration after the
+// slash), or "unlimited". The rule it returns is valid (see
+// [Rule.Validate]) or Unlimited; anything else is an error wrapping
+// core.ErrInvalid that quotes the input.
+func ParseRule(s string) (Rule, error) {
+	in := strings.TrimSpace(s)
+	if strings.EqualFold(in, "unlimited") {
+		return Unlimited, nil
+	}
+	count, per, unit := in, "", false
+	if i := strings.IndexAny(in, "-/"); i >= 0 {
+		count, per, unit = in[:i], strings.TrimSpace(in[i+1:]), in[i] == '-'
+	}
+	count = strings.TrimSpace(count)
+	if per == "" || count == "" {
+		return Rule{}, invalidf("rule %q: want a count and a window, such as \"100-M\" or \"5/30s\"", s)
+	}
+	n, err := strconv.ParseInt(count, 10, 64)
+	if err != nil || count[0] == '+' || count[0] == '-' {
+		return Rule{}, invalidf("rule %q: count %q is not a whole number of zero or more", s, count)
+	}
+	var w time.Duration
+	if unit {
+		var ok bool
+		if w, ok = unitWindows[strings.ToUpper(per)]; !ok {
+			return Rule{}, invalidf("rule %q: unit %q is not one of S, M, H, D", s, per)
+		}
+	} else if w, err = time.ParseDuration(per); err != nil {
+		return Rule{}, invalidf("rule %q: window %q is not a Go duration such as 30s or 1h", s, per)
+	}
+	r := Rule{Window: w, Max: n}
+	if p := r.problem(); p != "" {
+		return Rule{}, invalidf("rule %q: %s", s, p)
+	}
+	return r, nil
+}
+
+// String writes the rule as [ParseRule] reads it: "100-M" when the window
+// is one unit, "5/30s" otherwise, "unlimited" for [Unlimited].
+func (r Rule) String() string {
+	if r == Unlimited {
+		return "unlimited"
+	}
+	for u, w := range unitWindows {
+		if r.Window == w {
+			return strconv.FormatInt(r.Max, 10) + "-" + u
+		}
+	}
+	return strconv.FormatInt(r.Max, 10) + "/" + r.Window.String()
+}
