@@ -1,0 +1,578 @@
+package adaptertest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// ProcessTarget is what [RunProcesses] races on: a database, a secondary
+// storage, or both. Each opener runs once in the test process and once in
+// every child process, which is this test binary run again.
+type ProcessTarget struct {
+	// OpenDB returns a core.DB whose schema maps each logical model to the
+	// physical table named in tables (use core.Naming{Tables: tables}), on
+	// a pool of its own, and a function that closes the pool. nil: no
+	// database scenarios.
+	OpenDB func(ctx context.Context, tables map[string]string) (db *core.DB, closeDB func(), err error)
+	// DropTables, when set, drops the tables a run created.
+	DropTables func(ctx context.Context, tables map[string]string) error
+	// OpenStorage returns a secondary storage on a client of its own, all
+	// of them sharing prefix, and a function that closes the client. nil:
+	// no storage scenarios.
+	OpenStorage func(ctx context.Context, prefix string) (s core.SecondaryStorage, closeStorage func(), err error)
+	// DropStorage, when set, deletes the keys a run stored under prefix.
+	DropStorage func(ctx context.Context, prefix string) error
+	// ChildTest is the name of the test function that calls
+	// [ProcessChild] (default "TestProcessChild").
+	ChildTest string
+}
+
+// The shape of every wave: four processes of eight goroutines, each trying
+// four decisions (128 in all) on one key whose limit is 50.
+const (
+	processCount    = 4
+	childGoroutines = 8
+	childTries      = 4
+	processLimit    = 50
+)
+
+// processEnv carries a child's instructions; without it ProcessChild skips.
+const processEnv = "SLUICE_ADAPTERTEST_PROCESS_CHILD"
+
+const (
+	resultPrefix = "adaptertest-child-result: "
+	readyLine    = "adaptertest-child-ready"
+)
+
+// processNow is the instant every process's clock reads.
+var processNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+
+type childSpec struct {
+	Tables   map[string]string `json:"tables,omitempty"`
+	Prefix   string            `json:"prefix,omitempty"`
+	Scenario string            `json:"scenario"`
+	Key      string            `json:"key"` // rate-limit key, or an API key's plaintext
+}
+
+type childResult struct {
+	Admitted int64    `json:"admitted"`
+	Errors   []string `json:"errors"`
+}
+
+// processScenario is one way of deciding, run the same in every child.
+type processScenario struct {
+	name    string
+	storage bool // on the secondary storage; otherwise on the database
+	// decider builds one child's decision function.
+	decider func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (decide func() (bool, error), closeIt func(), err error)
+}
+
+var processRule = ratelimit.Rule{Window: time.Hour, Max: processLimit}
+
+func limiterScenario(name string, storage bool, opts ...ratelimit.Option) processScenario {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+		st := ratelimit.Database(db)
+		if storage {
+			st = ratelimit.Secondary(s)
+		}
+		l, err := ratelimit.New(st, append([]ratelimit.Option{ratelimit.WithMaxAttempts(1000),
+			ratelimit.WithClock(func() time.Time { return processNow })}, opts...)...)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() (bool, error) {
+			d, err := l.Consume(ctx, key, processRule)
+			return d.Allowed, err
+		}, func() { _ = l.Close() }, nil
+	}}
+}
+
+func verifyScenario(name string, storage bool) processScenario {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+		m, err := keyManager(db, s, storage)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func() (bool, error) {
+			r, err := m.Verify(ctx, key)
+			return r.Valid, err
+		}, func() {}, nil
+	}}
+}
+
+func keyManager(db *core.DB, s core.SecondaryStorage, storage bool) (*apikey.Manager, error) {
+	clock := apikey.WithClock(func() time.Time { return processNow })
+	if storage {
+		return apikey.NewStorageOnly(s, clock, apikey.WithStoragePrefix("adaptertest-keys:"))
+	}
+	return apikey.New(db, clock)
+}
+
+// readThenWrite is a deliberately broken limiter, for the proof that the
+// waves catch one: read, decide, then write without a guard.
+var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx context.Context, db *core.DB, _ core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return func() (bool, error) {
+		row, ok, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+		if err != nil || !ok || row.Int("count") >= processLimit {
+			return false, err
+		}
+		_, _, err = db.Update(ctx, core.ModelRateLimit, []core.Where{core.Eq("key", key)},
+			map[string]any{"count": row.Int("count") + 1})
+		return err == nil, err
+	}, func() {}, nil
+}}
+
+// storageReadThenWrite is readThenWrite on a secondary storage.
+var storageReadThenWrite = processScenario{name: "storage-read-then-write", storage: true, decider: func(ctx context.Context, _ *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return func() (bool, error) {
+		v, _, err := s.Get(ctx, key)
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if err != nil || n >= processLimit {
+			return false, err
+		}
+		return true, s.Set(ctx, key, strconv.FormatInt(n+1, 10), processRule.Window)
+	}, func() {}, nil
+}}
+
+var processScenarios = []processScenario{
+	limiterScenario("limiter", false),
+	limiterScenario("limiter-write-combining", false, ratelimit.WithWriteCombining()),
+	limiterScenario("limiter-better-auth-window", false, ratelimit.WithMode(ratelimit.BetterAuthWindow)),
+	limiterScenario("window-roll", false),
+	limiterScenario("crash", false),
+	verifyScenario("api-key-quota", false),
+	verifyScenario("api-key-rate-limit", false),
+	limiterScenario("storage-limiter", true),
+	verifyScenario("storage-api-key-quota", true),
+	verifyScenario("storage-api-key-rate-limit", true),
+	readThenWrite,
+	storageReadThenWrite,
+}
+
+func scenarioNamed(name string) (processScenario, bool) {
+	for _, sc := range processScenarios {
+		if sc.name == name {
+			return sc, true
+		}
+	}
+	return processScenario{}, false
+}
+
+// ProcessChild is the body of a child process of [RunProcesses]: call it
+// from a test named TestProcessChild (or [ProcessTarget.ChildTest]) in the
+// package that calls RunProcesses, with the same target. Outside a child
+// process it skips.
+func ProcessChild(t *testing.T, target ProcessTarget) {
+	raw := os.Getenv(processEnv)
+	if raw == "" {
+		t.Skip("the body of RunProcesses's child processes")
+	}
+	var spec childSpec
+	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(runChild(target, spec))
+	fmt.Println(resultPrefix + string(out))
+}
+
+func runChild(target ProcessTarget, spec childSpec) (res childResult) {
+	fail := func(err error) childResult { return childResult{Errors: []string{err.Error()}} }
+	ctx := context.Background()
+	sc, ok := scenarioNamed(spec.Scenario)
+	if !ok {
+		return fail(fmt.Errorf("unknown scenario %q", spec.Scenario))
+	}
+	var (
+		db *core.DB
+		s  core.SecondaryStorage
+	)
+	if sc.storage {
+		st, closeIt, err := target.OpenStorage(ctx, spec.Prefix)
+		if err != nil {
+			return fail(err)
+		}
+		defer closeIt()
+		s = st
+	} else {
+		d, closeIt, err := target.OpenDB(ctx, spec.Tables)
+		if err != nil {
+			return fail(err)
+		}
+		defer closeIt()
+		db = d
+		// Connect before the start, so that the processes race on
+		// decisions rather than on dialling.
+		if _, err := db.Count(ctx, core.ModelRateLimit); err != nil {
+			return fail(err)
+		}
+	}
+	decide, closeIt, err := sc.decider(ctx, db, s, spec.Key)
+	if err != nil {
+		return fail(err)
+	}
+	defer closeIt()
+	fmt.Println(readyLine)
+	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+		return fail(fmt.Errorf("waiting for the start: %w", err))
+	}
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+	)
+	for range childGoroutines {
+		wg.Go(func() {
+			for range childTries {
+				ok, err := decide()
+				mu.Lock()
+				switch {
+				case err != nil:
+					res.Errors = append(res.Errors, err.Error())
+				case ok:
+					res.Admitted++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// child is one running child process.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	out   strings.Builder // what it printed, for failure messages
+}
+
+func (p *processRun) start(t *testing.T, spec childSpec) *child {
+	t.Helper()
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^"+p.childTest+"$", "-test.count=1", "-test.v=false")
+	cmd.Env = append(os.Environ(), processEnv+"="+string(raw))
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, lines: make(chan string, 16)}
+	go func() {
+		defer close(c.lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			c.lines <- sc.Text()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return c
+}
+
+// await reads the child's lines until one starting with prefix.
+func (c *child) await(t *testing.T, prefix string) string {
+	t.Helper()
+	timeout := time.After(2 * time.Minute)
+	for {
+		select {
+		case line, ok := <-c.lines:
+			if !ok {
+				t.Fatalf("the child exited before %q; it printed:\n%s", prefix, c.out.String())
+			}
+			c.out.WriteString(line + "\n")
+			if strings.HasPrefix(line, prefix) {
+				return line
+			}
+		case <-timeout:
+			t.Fatalf("no %q from the child in 2 minutes; it printed:\n%s", prefix, c.out.String())
+		}
+	}
+}
+
+// processRun is one RunProcesses call's state in the test process.
+type processRun struct {
+	target    ProcessTarget
+	childTest string
+	tables    map[string]string
+	prefix    string
+	db        *core.DB // the test process's own pool
+	storage   core.SecondaryStorage
+}
+
+// wave starts the children on key, releases them together, and returns
+// how many decisions they admitted. kill ≥ 0 is a child killed with
+// SIGKILL right after the release, whose admissions are not known.
+func (p *processRun) wave(t *testing.T, scenario, key string, kill int) int64 {
+	t.Helper()
+	spec := childSpec{Tables: p.tables, Prefix: p.prefix, Scenario: scenario, Key: key}
+	kids := make([]*child, processCount)
+	for i := range kids {
+		kids[i] = p.start(t, spec)
+	}
+	for _, k := range kids {
+		k.await(t, readyLine)
+	}
+	for _, k := range kids {
+		if _, err := io.WriteString(k.stdin, "go\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if kill >= 0 {
+		if err := kids[kill].cmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var n int64
+	for i, k := range kids {
+		if i == kill {
+			continue
+		}
+		var r childResult
+		line := k.await(t, resultPrefix)
+		if err := json.Unmarshal([]byte(strings.TrimPrefix(line, resultPrefix)), &r); err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range r.Errors {
+			t.Errorf("child %d: %s", i, e)
+		}
+		n += r.Admitted
+	}
+	return n
+}
+
+func (p *processRun) stored(t *testing.T, key string) int64 {
+	t.Helper()
+	row, ok, err := p.db.FindOne(t.Context(), core.ModelRateLimit, core.Eq("key", key))
+	if err != nil || !ok {
+		t.Fatalf("reading the counter of %q: found %v, %v", key, ok, err)
+	}
+	return row.Int("count")
+}
+
+// exact is the check of a wave on a fresh key.
+func exact(admitted, stored int64) error {
+	if admitted != processLimit || stored != processLimit {
+		return fmt.Errorf("%d processes admitted %d of %d decisions and stored %d; want exactly %d both",
+			processCount, admitted, processCount*childGoroutines*childTries, stored, processLimit)
+	}
+	return nil
+}
+
+// RunProcesses races decisions on one key from four operating-system
+// processes at once, as four servers of one service would, each with its
+// own pool or client and its own process-local state (denial cache, write
+// combiner, remembered keys), and checks exact totals: 128 decisions on a
+// limit of 50 admit exactly 50 and store 50. The children are this test
+// binary run again, with the test process's environment: the package must
+// also have the test that calls [ProcessChild], and the openers must find
+// what they need (a DSN, say) the same way in every process, such as in
+// an environment variable the test sets with t.Setenv.
+//
+// On a database: the rate limiter with its fixed window, with write
+// combining, with Better Auth's window, and across a window roll that
+// every process sees at once; API-key quota and API-key rate limit; one
+// process killed (SIGKILL) as a wave starts, after which the counter is
+// whole and a second wave brings it to exactly the limit; and a proof that
+// the check catches a read-then-write limiter. On a secondary storage: the
+// rate limiter and both API-key budgets in storage-only mode.
+func RunProcesses(t *testing.T, target ProcessTarget) {
+	p := &processRun{target: target, childTest: target.ChildTest}
+	if p.childTest == "" {
+		p.childTest = "TestProcessChild"
+	}
+	ctx := t.Context()
+	tag := fmt.Sprintf("p%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
+	if target.OpenDB != nil {
+		p.tables = map[string]string{}
+		for _, m := range core.BuiltinModels() {
+			p.tables[m.Name] = m.Name + "_" + tag
+		}
+		db, closeDB, err := target.OpenDB(ctx, p.tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeDB)
+		if err := db.CreateTables(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if target.DropTables != nil {
+			t.Cleanup(func() {
+				if err := target.DropTables(context.Background(), p.tables); err != nil {
+					t.Errorf("dropping the tables: %v", err)
+				}
+			})
+		}
+		p.db = db
+		p.runDB(t)
+	}
+	if target.OpenStorage != nil {
+		p.prefix = "adaptertest-" + tag + ":"
+		s, closeStorage, err := target.OpenStorage(ctx, p.prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(closeStorage)
+		if target.DropStorage != nil {
+			t.Cleanup(func() {
+				if err := target.DropStorage(context.Background(), p.prefix); err != nil {
+					t.Errorf("deleting the stored keys: %v", err)
+				}
+			})
+		}
+		p.storage = s
+		p.runStorage(t)
+	}
+}
+
+func (p *processRun) runDB(t *testing.T) {
+	for _, sc := range []string{"limiter", "limiter-write-combining", "limiter-better-auth-window", "window-roll"} {
+		t.Run(sc, func(t *testing.T) {
+			key := "processes-" + sc
+			if sc == "window-roll" {
+				// A full window that ended a millisecond before the processes'
+				// now: one of them resets it, the others count in the new one.
+				if _, err := p.db.Create(t.Context(), core.ModelRateLimit, map[string]any{"key": key,
+					"count": processLimit, "lastRequest": processNow.Add(-processRule.Window).UnixMilli()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := exact(p.wave(t, sc, key, -1), p.stored(t, key)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	for _, sc := range []string{"api-key-quota", "api-key-rate-limit"} {
+		t.Run(sc, func(t *testing.T) { p.verifyWave(t, sc, false) })
+	}
+	t.Run("crash", func(t *testing.T) {
+		// One process is killed as the wave starts, perhaps inside a
+		// transaction or a write. The counter it leaves is whole: at most
+		// the limit, at least what the survivors were told; a second wave
+		// admits exactly what is left.
+		key := "processes-crash"
+		survivors := p.wave(t, "crash", key, 0)
+		stored := p.stored(t, key)
+		if stored > processLimit || stored < survivors {
+			t.Fatalf("after a crash: stored %d, survivors admitted %d, limit %d", stored, survivors, processLimit)
+		}
+		if second := p.wave(t, "crash", key, -1); second != processLimit-stored {
+			t.Errorf("second wave admitted %d, want %d (limit %d − %d stored)", second, processLimit-stored, processLimit, stored)
+		}
+		if got := p.stored(t, key); got != processLimit {
+			t.Errorf("stored after the second wave %d, want %d", got, processLimit)
+		}
+	})
+	t.Run("catches-read-then-write", func(t *testing.T) {
+		// The proof that these waves can fail: a limiter that reads,
+		// decides and writes without a guard is caught over-admitting
+		// (lost updates) within five waves, wherever the processes' writes
+		// interleave.
+		for i := range 5 {
+			key := fmt.Sprintf("processes-broken-%d", i)
+			if _, err := p.db.Create(t.Context(), core.ModelRateLimit, map[string]any{"key": key,
+				"count": 0, "lastRequest": processNow.UnixMilli()}); err != nil {
+				t.Fatal(err)
+			}
+			if err := exact(p.wave(t, "read-then-write", key, -1), p.stored(t, key)); err != nil {
+				t.Logf("wave %d caught it: %v", i, err)
+				return
+			}
+		}
+		t.Error("five waves of a read-then-write limiter passed the check: it cannot catch over-admission here")
+	})
+}
+
+func (p *processRun) runStorage(t *testing.T) {
+	t.Run("storage-limiter", func(t *testing.T) {
+		key := "processes-storage-limiter"
+		n := p.wave(t, "storage-limiter", key, -1)
+		v, ok, err := p.storage.Get(t.Context(), ratelimit.SecondaryPrefix+key)
+		if err != nil || !ok {
+			t.Fatalf("reading the counter: found %v, %v", ok, err)
+		}
+		// Without a bounded increment a denied request counts too, so only
+		// the admissions are exact then.
+		if _, bounded := p.storage.(core.BoundedIncrementer); n != processLimit || (bounded && v != fmt.Sprint(processLimit)) {
+			t.Errorf("%d processes admitted %d and stored %s, want exactly %d", processCount, n, v, processLimit)
+		}
+	})
+	for _, sc := range []string{"storage-api-key-quota", "storage-api-key-rate-limit"} {
+		t.Run(sc, func(t *testing.T) { p.verifyWave(t, sc, true) })
+	}
+	t.Run("catches-read-then-write", func(t *testing.T) {
+		for i := range 5 {
+			key := fmt.Sprintf("processes-storage-broken-%d", i)
+			n := p.wave(t, "storage-read-then-write", key, -1)
+			v, _, err := p.storage.Get(t.Context(), key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stored, _ := strconv.ParseInt(v, 10, 64); n != processLimit || stored != processLimit {
+				t.Logf("wave %d caught it: admitted %d, stored %d, limit %d", i, n, stored, processLimit)
+				return
+			}
+		}
+		t.Error("five waves of a read-then-write counter passed the check: it cannot catch over-admission here")
+	})
+}
+
+// verifyWave creates a key with a quota of 50 and no rate limit, or a
+// rate limit of 50 and no quota, and has the processes verify it.
+func (p *processRun) verifyWave(t *testing.T, scenario string, storage bool) {
+	m, err := keyManager(p.db, p.storage, storage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := apikey.CreateParams{ReferenceID: "processes"}
+	quota := strings.HasSuffix(scenario, "quota")
+	if quota {
+		q := int64(processLimit)
+		params.Remaining = &q
+		params.RateLimit = &apikey.RateLimit{}
+	} else {
+		params.RateLimit = &apikey.RateLimit{Enabled: true, Window: processRule.Window, Max: processLimit}
+	}
+	plain, key, err := m.Create(t.Context(), params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := p.wave(t, scenario, plain, -1); n != processLimit {
+		t.Errorf("%d processes admitted %d verifications, want exactly %d", processCount, n, processLimit)
+	}
+	after, err := m.Get(t.Context(), key.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	switch {
+	case quota && (after.Remaining == nil || *after.Remaining != 0):
+		t.Errorf("remaining after the wave %v, want 0", after.Remaining)
+	case !quota && after.RequestCount != processLimit:
+		t.Errorf("request count after the wave %d, want %d", after.RequestCount, processLimit)
+	}
+}
