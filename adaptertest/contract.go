@@ -15,11 +15,13 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// contractCase is one sequential case of the adapter contract.
+// contractCase is one sequential case of the adapter contract: a named
+// function, and the sentence of the contract it checks, which a failure
+// prints.
 type contractCase struct {
 	name     string
-	contract string                    // the sentence of the contract it checks
-	needs    func(Capabilities) string // why to skip; "" to run (nil: always run)
+	contract string                // the sentence of the contract it checks
+	needs    func(features) string // why to skip; "" to run (nil: always run)
 	// increments: the case exercises IncrementOne, so it runs a second time
 	// through core's transaction fallback when the adapter has both a native
 	// IncrementOne and transactions (the fallback is built on the adapter's
@@ -28,57 +30,233 @@ type contractCase struct {
 	run        func(t testing.TB, f *Fixture)
 }
 
-// runContract runs the table of IncrementOne contract cases, each on a
-// fresh fixture, then the IncrementOne cases again through the fallback.
+// runContract runs every contract case, each on a fresh fixture, then the
+// IncrementOne cases again through the fallback, under Fallback/.
 func runContract(t *testing.T, newHarness HarnessMaker) {
 	cases := contractCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			f := NewFixture(t, newHarness)
-			skipUnless(t, c, f.Caps)
-			t.Logf("contract: %s", c.contract)
-			c.run(t, f)
+			runCase(t, NewFixture(t, newHarness), c, false)
 		})
 	}
 	t.Run("Fallback", func(t *testing.T) {
 		for _, c := range cases {
-			if !c.increments {
-				continue
+			if c.increments {
+				t.Run(c.name, func(t *testing.T) {
+					runCase(t, NewFixture(t, newHarness), c, true)
+				})
 			}
-			t.Run(c.name, func(t *testing.T) {
-				f := NewFixture(t, newHarness)
-				if !f.Caps.NativeIncrement {
-					t.Skip("the adapter has no native IncrementOne: every case already ran through the fallback")
-				}
-				if !f.Caps.Transactions {
-					t.Skip("the adapter does not claim Transactions, which the fallback needs")
-				}
-				skipUnless(t, c, f.Caps)
-				db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
-				require.NoError(t, err)
-				f.DB = db
-				t.Logf("contract (through the transaction fallback): %s", c.contract)
-				c.run(t, f)
-			})
 		}
 	})
 }
 
-func skipUnless(t *testing.T, c contractCase, caps Capabilities) {
+// runCase runs c on f, through core's transaction fallback when fallback
+// is set, and names c's contract sentence when it fails.
+func runCase(t *testing.T, f *Fixture, c contractCase, fallback bool) {
 	t.Helper()
-	if c.needs == nil {
-		return
+	if fallback {
+		if why := needFallback(f.caps); why != "" {
+			t.Skip(why)
+		}
 	}
-	if why := c.needs(caps); why != "" {
-		t.Skip(why)
+	if c.needs != nil {
+		if why := c.needs(f.caps); why != "" {
+			t.Skip(why)
+		}
 	}
+	if fallback {
+		db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
+		require.NoError(t, err)
+		f.DB = db
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			via := ""
+			if fallback {
+				via = " (through core's transaction fallback)"
+			}
+			t.Logf("%s broke the contract%s: %s", c.name, via, c.contract)
+		}
+	})
+	c.run(t, f)
 }
 
-func needTransactions(c Capabilities) string {
-	if !c.Transactions {
-		return "the adapter does not claim Transactions"
+// contractCases are the sequential cases of the adapter contract, in the
+// order they run, each a named function with the sentence it checks.
+func contractCases() []contractCase {
+	cases := []contractCase{
+		{
+			name:     "OptionalInterfaces",
+			contract: "core.DB uses the adapter's own IncrementOne exactly when the adapter implements core.Incrementer, and without core.Transactor InTx fails with ErrUnsupported (the suite finds both out by type assertion, as core does)",
+			run:      caseOptionalInterfaces,
+		},
+		{
+			name:       "PositiveDelta",
+			contract:   "each delta is applied in the database (col = col + ?) and the row after the write is returned",
+			increments: true,
+			run:        casePositiveDelta,
+		},
+		{
+			name:       "NegativeDelta",
+			contract:   "a delta may be negative, and without a guard it may take the value below zero",
+			increments: true,
+			run:        caseNegativeDelta,
+		},
+		{
+			name:       "SeveralDeltasAndSet",
+			contract:   "one call applies several deltas and several absolute assignments to the same row at once",
+			increments: true,
+			run:        caseSeveralDeltasAndSet,
+		},
+		{
+			name:       "ReturnedRowIsStoredRow",
+			contract:   "IncrementOne returns the row as it is after the write: every column equals what FindOne reads back",
+			increments: true,
+			run:        caseReturnedRowIsStoredRow,
+		},
+		{
+			name:       "GuardMissChangesNothing",
+			contract:   "when the guard selects nothing, IncrementOne reports no match (ok == false, no error) and changes nothing",
+			increments: true,
+			run:        caseGuardMissChangesNothing,
+		},
+		{
+			name:       "EqNilIsNull",
+			contract:   "eq nil means IS NULL and ne nil means IS NOT NULL, on int, string and time fields (a naive = NULL never matches)",
+			increments: true,
+			run:        caseEqNilIsNull,
+		},
+		{
+			name:       "DeltaOnNullStaysNull",
+			contract:   "a delta on a NULL column leaves it NULL (no COALESCE), while the row's other changes apply",
+			increments: true,
+			run:        caseDeltaOnNullStaysNull,
+		},
+		{
+			name:       "NullSatisfiesNoComparison",
+			contract:   "a NULL column satisfies no comparison (eq, ne, lt, lte, gt, gte, in, not in with a value), as in SQL",
+			increments: true,
+			run:        caseNullSatisfiesNoComparison,
+		},
+		{
+			name:       "SeveralRowsMatchOneChanges",
+			contract:   "where several rows match the guard, exactly one changes, and the returned row is the changed one",
+			increments: true,
+			run:        caseSeveralRowsMatchOneChanges,
+		},
+		{
+			name:       "InvalidBeforeIO",
+			contract:   "an unknown model or field, a wrong type, and an empty update (no Increment and no Set) are ErrInvalid errors naming the problem, before anything reaches the adapter",
+			increments: true,
+			run:        caseInvalidBeforeIO,
+		},
+		{
+			name:       "IdenticalRewriteIsAMatch",
+			contract:   "a write that leaves the row's values as they were (Set to the same values, a delta of 0) is still a match: rows matched, not rows changed (the MySQL rows-changed trap)",
+			increments: true,
+			run:        caseIdenticalRewriteIsAMatch,
+		},
+		{
+			name:       "TimesRoundTripAcrossZones",
+			contract:   "times round-trip as instants at millisecond precision whatever zone they are given in, and range guards on them (lt, lte, gt, gte) compare instants",
+			increments: true,
+			run:        caseTimesRoundTripAcrossZones,
+		},
+		{
+			name:     "CreateReturnsStoredRow",
+			contract: "Create inserts one row, fills defaults for the fields left out, and returns it as stored with its new primary key",
+			run:      caseCreateReturnsStoredRow,
+		},
+		{
+			name:     "FindOneFirstInKeyOrder",
+			contract: "FindOne returns the first matching row in primary-key order, or ok == false when none matches",
+			run:      caseFindOneFirstInKeyOrder,
+		},
+		{
+			name:     "FindManySortLimitOffset",
+			contract: "FindMany returns the matching rows, in primary-key order by default, sorted by a field either way, limited and offset",
+			run:      caseFindManySortLimitOffset,
+		},
+		{
+			name:     "UpdateAtMostOne",
+			contract: "Update sets fields on at most one matching row and returns it as stored, or ok == false when none matches",
+			run:      caseUpdateAtMostOne,
+		},
+		{
+			name:     "UpdateManyCountsMatched",
+			contract: "UpdateMany sets fields on every matching row and returns how many matched, counting rows whose values were already those",
+			run:      caseUpdateManyCountsMatched,
+		},
+		{
+			name:     "DeleteAtMostOne",
+			contract: "Delete removes at most one matching row and reports whether it did",
+			run:      caseDeleteAtMostOne,
+		},
+		{
+			name:     "DeleteManyAndCount",
+			contract: "DeleteMany removes every matching row and returns how many; Count returns the number of matching rows",
+			run:      caseDeleteManyAndCount,
+		},
+		{
+			name:     "UniqueConflict",
+			contract: "a duplicate unique key fails with an error satisfying errors.Is(err, core.ErrConflict) and writes nothing",
+			run:      caseUniqueConflict,
+		},
+		{
+			name:     "InTxCommits",
+			contract: "InTx runs its function in a transaction whose writes, IncrementOne included, are visible inside it and stored when it returns nil",
+			needs:    needTransactions,
+			run:      caseInTxCommits,
+		},
+		{
+			name:     "InTxRollsBack",
+			contract: "InTx rolls back every write of its function when the function returns an error, and returns that error",
+			needs:    needTransactions,
+			run:      caseInTxRollsBack,
+		},
+
+		// Where sluice's SQL adapters were found to differ: nested
+		// transactions, byte-exact strings, integer overflow, and unique
+		// conflicts inside a transaction (deadlock victims are a race: see
+		// contentionScenarios).
+		{
+			name:     "NestedTransactionRollsBackItsOwnWrites",
+			contract: "a transaction adapter that implements core.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes",
+			needs:    needTransactions,
+			run:      caseNestedTransaction,
+		},
+		{
+			name:       "NestedInTxRollsBackItsOwnWrites",
+			contract:   "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without core.Transactor makes the nested InTx fail with ErrUnsupported before calling fn",
+			needs:      needTransactions,
+			increments: true,
+			run:        caseNestedInTx,
+		},
+		{
+			name:     "UnstorableStringsRefusedBeforeIO",
+			contract: "a string that is not valid UTF-8 or contains NUL is refused with ErrInvalid, naming the field, before anything reaches the adapter, wherever it is given (Create, Set, Update, where): nothing is stored, on every adapter",
+			run:      caseUnstorableStrings,
+		},
+		{
+			name:       "DistinctStringsStayDistinct",
+			contract:   "strings are stored and compared byte for byte: keys that differ only by trailing spaces, by case, by Unicode normalisation or by width are distinct rows under a unique index, each matched only by itself, and every one round-trips unchanged",
+			increments: true,
+			run:        caseDistinctStrings,
+		},
+		{
+			name:       "IncrementOverflowRefused",
+			contract:   "an IncrementOne whose delta would take an int column past MaxInt64 or below MinInt64 fails with ErrInvalid and leaves the row as it was (no wrap-around, no change of the column's type, no partial write); the limits themselves can be reached",
+			increments: true,
+			run:        caseIncrementOverflow,
+		},
+		{
+			name:     "ConflictInsideTransactionKeepsItUsable",
+			contract: "inside InTx, a duplicate unique key fails that one call with ErrConflict (Create, Update and IncrementOne alike) and leaves the transaction usable: its other writes, before and after the conflict, commit",
+			needs:    needTransactions,
+			run:      caseConflictInTx,
+		},
 	}
-	return ""
+	return append(cases, operatorCases()...)
 }
 
 // Fixed instants for the time cases, at millisecond precision, and two
@@ -144,521 +322,6 @@ func requireMiss(t testing.TB, f *Fixture, before core.Row, where []core.Where, 
 	requireSame(t, before, reread(t, f, counterModel, before.Int("id")), "a guard miss changed the row")
 }
 
-func contractCases() []contractCase {
-	cases := []contractCase{
-		{
-			name:     "CapabilitiesAreHonest",
-			contract: "a harness claims NativeIncrement exactly when its adapter implements core.Incrementer, and Transactions exactly when it implements core.Transactor; without transactions InTx fails with ErrUnsupported",
-			run: func(t testing.TB, f *Fixture) {
-				_, inc := f.Adapter.(core.Incrementer)
-				_, txr := f.Adapter.(core.Transactor)
-				assert.Equal(t, inc, f.Caps.NativeIncrement, "Capabilities.NativeIncrement vs core.Incrementer")
-				assert.Equal(t, txr, f.Caps.Transactions, "Capabilities.Transactions vs core.Transactor")
-				assert.Equal(t, f.Caps.NativeIncrement, f.DB.NativeIncrement(), "core.DB's choice of native IncrementOne")
-				if !txr {
-					err := f.DB.InTx(f.Ctx, func(context.Context, *core.DB) error { return nil })
-					assert.ErrorIs(t, err, core.ErrUnsupported)
-				}
-			},
-		},
-		{
-			name:       "PositiveDelta",
-			contract:   "each delta is applied in the database (col = col + ?) and the row after the write is returned",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "pos", map[string]any{"hits": 5})
-				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": 3}, nil)
-				assert.EqualValues(t, 8, row.Int("hits"))
-				row = requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": 1 << 40}, nil)
-				assert.EqualValues(t, 8+1<<40, row.Int("hits"))
-			},
-		},
-		{
-			name:       "NegativeDelta",
-			contract:   "a delta may be negative, and without a guard it may take the value below zero",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "neg", map[string]any{"hits": 5})
-				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": -7}, nil)
-				assert.EqualValues(t, -2, row.Int("hits"))
-			},
-		},
-		{
-			name:       "SeveralDeltasAndSet",
-			contract:   "one call applies several deltas and several absolute assignments to the same row at once",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "multi", map[string]any{"hits": 10, "budget": 100})
-				other := newCounter(t, f, "other", map[string]any{"hits": 10, "budget": 100})
-				seen := t0.In(kolkata)
-				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))},
-					map[string]int64{"hits": 2, "budget": -30},
-					map[string]any{"label": "both", "flag": true, "seenAt": seen})
-				want := core.Row{"id": r.Int("id"), "name": "multi", "hits": int64(12), "budget": int64(70),
-					"flag": true, "seenAt": t0, "label": "both", "slot": nil}
-				requireSame(t, want, row, "row after several deltas and Set")
-				requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
-			},
-		},
-		{
-			name:       "ReturnedRowIsStoredRow",
-			contract:   "IncrementOne returns the row as it is after the write: every column equals what FindOne reads back",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "ret", map[string]any{"hits": 1, "budget": 9, "seenAt": t0, "label": "l", "slot": "ret-slot"})
-				for i := 0; i < 3; i++ {
-					row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))},
-						map[string]int64{"hits": 1, "budget": -1}, map[string]any{"seenAt": t0.Add(time.Duration(i+1) * time.Second)})
-					assert.EqualValues(t, 2+i, row.Int("hits"))
-					assert.EqualValues(t, 8-i, row.Int("budget"))
-					assert.True(t, row.Time("seenAt").Equal(t0.Add(time.Duration(i+1)*time.Second)), "seenAt %v", row.Time("seenAt"))
-					assert.Equal(t, "ret-slot", row.Text("slot"))
-				}
-			},
-		},
-		{
-			name:       "GuardMissChangesNothing",
-			contract:   "when the guard selects nothing, IncrementOne reports no match (ok == false, no error) and changes nothing",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "miss", map[string]any{"hits": 5, "budget": 0})
-				other := newCounter(t, f, "other", map[string]any{"hits": 50, "budget": 0})
-				requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("hits", 10)},
-					map[string]int64{"hits": 1}, map[string]any{"label": "x"})
-				requireMiss(t, f, r, []core.Where{core.Eq("name", "nobody")}, map[string]int64{"hits": 1}, nil)
-				requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("budget", 0)}, map[string]int64{"budget": -1}, nil)
-				requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
-			},
-		},
-		{
-			name:       "EqNilIsNull",
-			contract:   "eq nil means IS NULL and ne nil means IS NOT NULL, on int, string and time fields (a naive = NULL never matches)",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				null := newCounter(t, f, "nul", nil)
-				set := newCounter(t, f, "nul", map[string]any{"budget": 3, "label": "x", "seenAt": t0})
-				for i, field := range []string{"budget", "label", "seenAt"} {
-					row := requireWrite(t, f, []core.Where{core.Eq("name", "nul"), core.Eq(field, nil)}, map[string]int64{"hits": 1}, nil)
-					assert.Equal(t, null.Int("id"), row.Int("id"), "eq nil on %s picked the wrong row", field)
-					assert.EqualValues(t, i+1, row.Int("hits"))
-					row = requireWrite(t, f, []core.Where{core.Eq("name", "nul"), core.Ne(field, nil)}, map[string]int64{"hits": 1}, nil)
-					assert.Equal(t, set.Int("id"), row.Int("id"), "ne nil on %s picked the wrong row", field)
-					assert.EqualValues(t, i+1, row.Int("hits"))
-					// the IsNull and IsNotNull spellings are the same clauses
-					n, err := f.DB.Count(f.Ctx, counterModel, core.IsNull(field))
-					require.NoError(t, err)
-					assert.EqualValues(t, 1, n, "IsNull(%s)", field)
-					n, err = f.DB.Count(f.Ctx, counterModel, core.IsNotNull(field))
-					require.NoError(t, err)
-					assert.EqualValues(t, 1, n, "IsNotNull(%s)", field)
-				}
-			},
-		},
-		{
-			name:       "DeltaOnNullStaysNull",
-			contract:   "a delta on a NULL column leaves it NULL (no COALESCE), while the row's other changes apply",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "nulldelta", map[string]any{"hits": 1})
-				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": 5, "hits": 1}, nil)
-				assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
-				assert.EqualValues(t, 2, row.Int("hits"))
-				row = requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": -5}, nil)
-				assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
-			},
-		},
-		{
-			name:       "NullSatisfiesNoComparison",
-			contract:   "a NULL column satisfies no comparison (eq, ne, lt, lte, gt, gte, in, not in with a value), as in SQL",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "nullcmp", nil)
-				id := core.Eq("id", r.Int("id"))
-				far, past := t0.AddDate(100, 0, 0), t0.AddDate(-100, 0, 0)
-				for _, w := range []core.Where{
-					core.Eq("budget", 0), core.Ne("budget", 5), core.Lt("budget", 100), core.Lte("budget", 100),
-					core.Gt("budget", -100), core.Gte("budget", -100), core.In("budget", 1, 2), core.NotIn("budget", 1, 2),
-					core.Eq("label", ""), core.Ne("label", "x"), core.Lt("label", "zzz"), core.Gte("label", ""),
-					core.In("label", "x"), core.NotIn("label", "x"),
-					core.Ne("seenAt", t0), core.Lt("seenAt", far), core.Gt("seenAt", past), core.NotIn("seenAt", t0),
-				} {
-					requireMiss(t, f, r, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
-				}
-			},
-		},
-		{
-			name:       "SeveralRowsMatchOneChanges",
-			contract:   "where several rows match the guard, exactly one changes, and the returned row is the changed one",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				var ids []int64
-				for i := 0; i < 3; i++ {
-					ids = append(ids, newCounter(t, f, "many", nil).Int("id"))
-				}
-				decoy := newCounter(t, f, "decoy", nil)
-				picked := map[int64]bool{}
-				for i := 1; i <= 3; i++ {
-					row := requireWrite(t, f, []core.Where{core.Eq("name", "many"), core.Eq("hits", 0)},
-						map[string]int64{"hits": 1}, map[string]any{"label": fmt.Sprint("pick", i)})
-					assert.Contains(t, ids, row.Int("id"))
-					assert.False(t, picked[row.Int("id")], "row %d picked twice", row.Int("id"))
-					picked[row.Int("id")] = true
-					n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "many"), core.Eq("hits", 1))
-					require.NoError(t, err)
-					assert.EqualValues(t, i, n, "rows changed after %d calls", i)
-					n, err = f.DB.Count(f.Ctx, counterModel, core.Eq("label", fmt.Sprint("pick", i)))
-					require.NoError(t, err)
-					assert.EqualValues(t, 1, n, "rows given label pick%d", i)
-				}
-				_, ok, err := increment(f, []core.Where{core.Eq("name", "many"), core.Eq("hits", 0)}, map[string]int64{"hits": 1}, nil)
-				require.NoError(t, err)
-				assert.False(t, ok, "a fourth call matched although every row was taken")
-				requireSame(t, decoy, reread(t, f, counterModel, decoy.Int("id")), "a row outside the guard changed")
-			},
-		},
-		{
-			name:       "InvalidBeforeIO",
-			contract:   "an unknown model or field, a wrong type, and an empty update (no Increment and no Set) are ErrInvalid errors naming the problem, before anything reaches the adapter",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "valid", map[string]any{"hits": 1})
-				id := core.Eq("id", r.Int("id"))
-				spy := &noIO{}
-				spyDB, err := core.New(spy, core.WithSchema(f.Schema))
-				require.NoError(t, err)
-				bad := []struct {
-					req  core.IncrementRequest
-					name string // what the error must mention
-				}{
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{"nope": 1}}, "nope"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Set: map[string]any{"nope": 1}}, "nope"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{core.Eq("nope", 1)}, Increment: map[string]int64{"hits": 1}}, "nope"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}}, "empty"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{}, Set: map[string]any{}}, "empty"},
-					{core.IncrementRequest{Model: "nope", Where: []core.Where{id}, Increment: map[string]int64{"hits": 1}}, "nope"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{"name": 1}}, "name"},
-					{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Set: map[string]any{"hits": "ten"}}, "hits"},
-				}
-				for _, b := range bad {
-					for _, db := range []*core.DB{spyDB, f.DB} {
-						_, ok, err := db.IncrementOne(f.Ctx, b.req)
-						require.ErrorIs(t, err, core.ErrInvalid, "request %+v", b.req)
-						assert.False(t, ok)
-						assert.Contains(t, err.Error(), b.name, "the error should say what is wrong")
-					}
-				}
-				_, _, err = spyDB.Update(f.Ctx, counterModel, []core.Where{id}, nil)
-				assert.ErrorIs(t, err, core.ErrInvalid, "Update with nothing to set")
-				_, err = spyDB.UpdateMany(f.Ctx, counterModel, []core.Where{id}, map[string]any{})
-				assert.ErrorIs(t, err, core.ErrInvalid, "UpdateMany with nothing to set")
-				_, err = spyDB.Create(f.Ctx, counterModel, map[string]any{"name": "x", "nope": 1})
-				assert.ErrorIs(t, err, core.ErrInvalid, "Create with an unknown field")
-				assert.Zero(t, spy.calls.Load(), "invalid requests reached the adapter")
-				requireSame(t, r, reread(t, f, counterModel, r.Int("id")), "an invalid request changed the row")
-			},
-		},
-		{
-			name:       "IdenticalRewriteIsAMatch",
-			contract:   "a write that leaves the row's values as they were (Set to the same values, a delta of 0) is still a match: rows matched, not rows changed (the MySQL rows-changed trap)",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "same", map[string]any{"hits": 5, "label": "same", "flag": true, "seenAt": t0})
-				id := []core.Where{core.Eq("id", r.Int("id"))}
-				row := requireWrite(t, f, id, nil, map[string]any{"label": "same", "flag": true, "seenAt": t0.In(newYork)})
-				requireSame(t, r, row, "identical Set")
-				row = requireWrite(t, f, id, map[string]int64{"hits": 0}, nil)
-				requireSame(t, r, row, "delta of 0")
-				row = requireWrite(t, f, append(id, core.Eq("label", "same")), map[string]int64{"hits": 0}, map[string]any{"label": "same"})
-				requireSame(t, r, row, "delta of 0 plus identical Set")
-			},
-		},
-		{
-			name:       "TimesRoundTripAcrossZones",
-			contract:   "times round-trip as instants at millisecond precision whatever zone they are given in, and range guards on them (lt, lte, gt, gte) compare instants",
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				given := t0.Add(456_789 * time.Nanosecond).In(kolkata) // sub-millisecond part is dropped
-				r := newCounter(t, f, "times", map[string]any{"seenAt": given})
-				assert.True(t, r.Time("seenAt").Equal(t0), "Create returned %v, want %v", r.Time("seenAt"), t0)
-				assert.Equal(t, time.UTC, r.Time("seenAt").Location(), "times come back in UTC")
-				stored := reread(t, f, counterModel, r.Int("id"))
-				assert.True(t, stored.Time("seenAt").Equal(t0), "FindOne returned %v, want %v", stored.Time("seenAt"), t0)
-
-				t1 := t0.Add(90 * time.Minute)
-				row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, nil, map[string]any{"seenAt": t1.In(newYork)})
-				assert.True(t, row.Time("seenAt").Equal(t1), "IncrementOne returned %v, want %v", row.Time("seenAt"), t1)
-				row = reread(t, f, counterModel, r.Int("id"))
-				id := core.Eq("id", r.Int("id"))
-				for _, w := range []core.Where{
-					core.Gt("seenAt", t1.Add(-time.Millisecond).In(kolkata)),
-					core.Gte("seenAt", t1.In(kolkata)),
-					core.Lte("seenAt", t1.In(newYork)),
-					core.Lt("seenAt", t1.Add(time.Millisecond).In(newYork)),
-					core.Lt("seenAt", t1.Add(time.Hour).In(kolkata)),
-				} {
-					row = requireWrite(t, f, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
-				}
-				assert.EqualValues(t, 5, row.Int("hits"))
-				for _, w := range []core.Where{
-					core.Gt("seenAt", t1.In(newYork)),
-					core.Lt("seenAt", t1.In(kolkata)),
-					core.Gte("seenAt", t1.Add(time.Millisecond).In(kolkata)),
-					core.Lte("seenAt", t1.Add(-time.Millisecond).In(newYork)),
-					// same wall clock as t1 in UTC-05:00 is five hours after t1
-					core.Gte("seenAt", time.Date(t1.Year(), t1.Month(), t1.Day(), t1.Hour(), t1.Minute(), t1.Second(), t1.Nanosecond(), newYork)),
-				} {
-					requireMiss(t, f, row, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
-				}
-				n, err := f.DB.Count(f.Ctx, counterModel, core.Gte("seenAt", t1.Add(-time.Hour).In(newYork)), core.Lt("seenAt", t1.Add(time.Millisecond).In(kolkata)))
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n, "Count with a range on seenAt")
-			},
-		},
-		{
-			name:     "CreateReturnsStoredRow",
-			contract: "Create inserts one row, fills defaults for the fields left out, and returns it as stored with its new primary key",
-			run: func(t testing.TB, f *Fixture) {
-				a := newCounter(t, f, "a", nil)
-				b := newCounter(t, f, "b", map[string]any{"hits": 7, "budget": 3, "flag": true, "seenAt": t0, "label": "l", "slot": "s"})
-				assert.Positive(t, a.Int("id"))
-				assert.NotEqual(t, a.Int("id"), b.Int("id"))
-				requireSame(t, core.Row{"id": a.Int("id"), "name": "a", "hits": int64(0), "budget": nil, "flag": false,
-					"seenAt": nil, "label": nil, "slot": nil}, a, "Create with defaults")
-				requireSame(t, core.Row{"id": b.Int("id"), "name": "b", "hits": int64(7), "budget": int64(3), "flag": true,
-					"seenAt": t0, "label": "l", "slot": "s"}, b, "Create with every field")
-				requireSame(t, a, reread(t, f, counterModel, a.Int("id")), "stored row a")
-				requireSame(t, b, reread(t, f, counterModel, b.Int("id")), "stored row b")
-				rl, err := f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k", "count": 1, "lastRequest": t0.UnixMilli()})
-				require.NoError(t, err)
-				assert.Equal(t, "k", rl.Text("key"))
-				assert.Equal(t, t0.UnixMilli(), rl.Int("lastRequest"))
-				ak, err := f.DB.Create(f.Ctx, core.ModelAPIKey, map[string]any{"key": "hash", "referenceId": "u1", "remaining": 5,
-					"createdAt": t0, "updatedAt": t0.In(kolkata)})
-				require.NoError(t, err)
-				assert.Equal(t, "default", ak.Text("configId"))
-				assert.True(t, ak.Bool("enabled"))
-				assert.True(t, ak.IsNull("expiresAt"))
-				assert.True(t, ak.Time("updatedAt").Equal(t0))
-			},
-		},
-		{
-			name:     "FindOneFirstInKeyOrder",
-			contract: "FindOne returns the first matching row in primary-key order, or ok == false when none matches",
-			run: func(t testing.TB, f *Fixture) {
-				first := newCounter(t, f, "f", map[string]any{"hits": 9})
-				newCounter(t, f, "f", map[string]any{"hits": 1})
-				row, ok, err := f.DB.FindOne(f.Ctx, counterModel, core.Eq("name", "f"))
-				require.NoError(t, err)
-				require.True(t, ok)
-				requireSame(t, first, row, "FindOne")
-				_, ok, err = f.DB.FindOne(f.Ctx, counterModel, core.Eq("name", "none"))
-				require.NoError(t, err)
-				assert.False(t, ok)
-			},
-		},
-		{
-			name:     "FindManySortLimitOffset",
-			contract: "FindMany returns the matching rows, in primary-key order by default, sorted by a field either way, limited and offset",
-			run: func(t testing.TB, f *Fixture) {
-				for i, h := range []int{3, 1, 4, 2, 5} {
-					newCounter(t, f, fmt.Sprint("row", i), map[string]any{"hits": h, "label": "in"})
-				}
-				newCounter(t, f, "out", map[string]any{"hits": 100})
-				in := []core.Where{core.Eq("label", "in")}
-				hits := func(opts *core.FindOptions) []int64 {
-					rows, err := f.DB.FindMany(f.Ctx, counterModel, in, opts)
-					require.NoError(t, err)
-					out := []int64{}
-					for _, r := range rows {
-						out = append(out, r.Int("hits"))
-					}
-					return out
-				}
-				assert.Equal(t, []int64{3, 1, 4, 2, 5}, hits(nil), "primary-key order")
-				assert.Equal(t, []int64{1, 2, 3, 4, 5}, hits(&core.FindOptions{SortBy: "hits"}))
-				assert.Equal(t, []int64{4, 3}, hits(&core.FindOptions{SortBy: "hits", Desc: true, Limit: 2, Offset: 1}))
-				assert.Equal(t, []int64{2, 5}, hits(&core.FindOptions{Offset: 3}))
-				assert.Equal(t, []int64{3, 1}, hits(&core.FindOptions{Limit: 2}))
-				assert.Equal(t, []int64{}, hits(&core.FindOptions{Offset: 10}))
-				rows, err := f.DB.FindMany(f.Ctx, counterModel, nil, &core.FindOptions{SortBy: "name", Desc: true, Limit: 1})
-				require.NoError(t, err)
-				require.Len(t, rows, 1)
-				assert.Equal(t, "row4", rows[0].Text("name"))
-			},
-		},
-		{
-			name:     "UpdateAtMostOne",
-			contract: "Update sets fields on at most one matching row and returns it as stored, or ok == false when none matches",
-			run: func(t testing.TB, f *Fixture) {
-				newCounter(t, f, "u", nil)
-				newCounter(t, f, "u", nil)
-				row, ok, err := f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("name", "u")}, map[string]any{"label": "done", "hits": 4})
-				require.NoError(t, err)
-				require.True(t, ok)
-				assert.Equal(t, "done", row.Text("label"))
-				assert.EqualValues(t, 4, row.Int("hits"))
-				requireSame(t, reread(t, f, counterModel, row.Int("id")), row, "returned row differs from the stored row")
-				n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("label", "done"))
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n, "rows updated")
-				_, ok, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("name", "none")}, map[string]any{"label": "x"})
-				require.NoError(t, err)
-				assert.False(t, ok)
-				row, ok, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("id", row.Int("id"))}, map[string]any{"label": "done"})
-				require.NoError(t, err)
-				assert.True(t, ok, "an Update that rewrites the same value is a match")
-				assert.Equal(t, "done", row.Text("label"))
-			},
-		},
-		{
-			name:     "UpdateManyCountsMatched",
-			contract: "UpdateMany sets fields on every matching row and returns how many matched, counting rows whose values were already those",
-			run: func(t testing.TB, f *Fixture) {
-				newCounter(t, f, "um", map[string]any{"label": "x"})
-				newCounter(t, f, "um", nil)
-				newCounter(t, f, "um", map[string]any{"label": "y"})
-				other := newCounter(t, f, "other", nil)
-				n, err := f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "um")}, map[string]any{"label": "x"})
-				require.NoError(t, err)
-				assert.EqualValues(t, 3, n)
-				n, err = f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "um")}, map[string]any{"label": "x"})
-				require.NoError(t, err)
-				assert.EqualValues(t, 3, n, "rewriting identical values still matches every row")
-				c, err := f.DB.Count(f.Ctx, counterModel, core.Eq("label", "x"))
-				require.NoError(t, err)
-				assert.EqualValues(t, 3, c)
-				n, err = f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "none")}, map[string]any{"label": "x"})
-				require.NoError(t, err)
-				assert.Zero(t, n)
-				requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "a row outside the where changed")
-			},
-		},
-		{
-			name:     "DeleteAtMostOne",
-			contract: "Delete removes at most one matching row and reports whether it did",
-			run: func(t testing.TB, f *Fixture) {
-				newCounter(t, f, "d", nil)
-				newCounter(t, f, "d", nil)
-				ok, err := f.DB.Delete(f.Ctx, counterModel, core.Eq("name", "d"))
-				require.NoError(t, err)
-				assert.True(t, ok)
-				n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "d"))
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n, "rows left")
-				ok, err = f.DB.Delete(f.Ctx, counterModel, core.Eq("name", "none"))
-				require.NoError(t, err)
-				assert.False(t, ok)
-			},
-		},
-		{
-			name:     "DeleteManyAndCount",
-			contract: "DeleteMany removes every matching row and returns how many; Count returns the number of matching rows",
-			run: func(t testing.TB, f *Fixture) {
-				for i := 0; i < 4; i++ {
-					newCounter(t, f, "dm", map[string]any{"hits": i})
-				}
-				newCounter(t, f, "keep", nil)
-				n, err := f.DB.Count(f.Ctx, counterModel)
-				require.NoError(t, err)
-				assert.EqualValues(t, 5, n)
-				n, err = f.DB.Count(f.Ctx, counterModel, core.Eq("name", "dm"), core.Gte("hits", 2))
-				require.NoError(t, err)
-				assert.EqualValues(t, 2, n)
-				n, err = f.DB.DeleteMany(f.Ctx, counterModel, core.Eq("name", "dm"), core.In("hits", 0, 1, 2))
-				require.NoError(t, err)
-				assert.EqualValues(t, 3, n)
-				n, err = f.DB.DeleteMany(f.Ctx, counterModel, core.Eq("name", "none"))
-				require.NoError(t, err)
-				assert.Zero(t, n)
-				n, err = f.DB.Count(f.Ctx, counterModel)
-				require.NoError(t, err)
-				assert.EqualValues(t, 2, n)
-			},
-		},
-		{
-			name:     "UniqueConflict",
-			contract: "a duplicate unique key fails with an error satisfying errors.Is(err, core.ErrConflict) and writes nothing",
-			run: func(t testing.TB, f *Fixture) {
-				a := newCounter(t, f, "a", map[string]any{"slot": "taken"})
-				_, err := f.DB.Create(f.Ctx, counterModel, map[string]any{"name": "b", "slot": "taken"})
-				require.ErrorIs(t, err, core.ErrConflict, "Create with a taken unique value")
-				n, err := f.DB.Count(f.Ctx, counterModel)
-				require.NoError(t, err)
-				assert.EqualValues(t, 1, n)
-				_, err = f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k"})
-				require.NoError(t, err)
-				_, err = f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k"})
-				require.ErrorIs(t, err, core.ErrConflict, "Create with a taken rateLimit key")
-				b := newCounter(t, f, "b", map[string]any{"slot": "free"})
-				_, _, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("id", b.Int("id"))}, map[string]any{"slot": "taken"})
-				require.ErrorIs(t, err, core.ErrConflict, "Update to a taken unique value")
-				_, _, err = increment(f, []core.Where{core.Eq("id", b.Int("id"))}, map[string]int64{"hits": 1}, map[string]any{"slot": "taken"})
-				require.ErrorIs(t, err, core.ErrConflict, "IncrementOne setting a taken unique value")
-				requireSame(t, b, reread(t, f, counterModel, b.Int("id")), "a conflicting write changed the row")
-				requireSame(t, a, reread(t, f, counterModel, a.Int("id")), "a conflicting write changed the other row")
-			},
-		},
-		{
-			name:     "InTxCommits",
-			contract: "InTx runs its function in a transaction whose writes, IncrementOne included, are visible inside it and stored when it returns nil",
-			needs:    needTransactions,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "tx", map[string]any{"hits": 1})
-				var created int64
-				err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
-					c, err := tx.Create(ctx, counterModel, map[string]any{"name": "made"})
-					if err != nil {
-						return err
-					}
-					created = c.Int("id")
-					row, ok, err := tx.IncrementOne(ctx, core.IncrementRequest{Model: counterModel,
-						Where: []core.Where{core.Eq("id", r.Int("id"))}, Increment: map[string]int64{"hits": 1}})
-					if err != nil || !ok {
-						return fmt.Errorf("IncrementOne in a transaction: ok=%v err=%v", ok, err)
-					}
-					seen, ok, err := tx.FindOne(ctx, counterModel, core.Eq("id", r.Int("id")))
-					if err != nil || !ok || seen.Int("hits") != row.Int("hits") {
-						return fmt.Errorf("inside the transaction FindOne saw %v (ok=%v err=%v), IncrementOne returned %v", seen, ok, err, row)
-					}
-					return nil
-				})
-				require.NoError(t, err)
-				assert.EqualValues(t, 2, reread(t, f, counterModel, r.Int("id")).Int("hits"))
-				reread(t, f, counterModel, created)
-			},
-		},
-		{
-			name:     "InTxRollsBack",
-			contract: "InTx rolls back every write of its function when the function returns an error, and returns that error",
-			needs:    needTransactions,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "tx", map[string]any{"hits": 1})
-				boom := errors.New("boom")
-				err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
-					if _, err := tx.Create(ctx, counterModel, map[string]any{"name": "ghost"}); err != nil {
-						return err
-					}
-					if _, ok, err := tx.IncrementOne(ctx, core.IncrementRequest{Model: counterModel,
-						Where: []core.Where{core.Eq("id", r.Int("id"))}, Increment: map[string]int64{"hits": 5}}); err != nil || !ok {
-						return fmt.Errorf("IncrementOne in a transaction: ok=%v err=%v", ok, err)
-					}
-					if _, err := tx.UpdateMany(ctx, counterModel, nil, map[string]any{"label": "tx"}); err != nil {
-						return err
-					}
-					return boom
-				})
-				require.ErrorIs(t, err, boom)
-				requireSame(t, r, reread(t, f, counterModel, r.Int("id")), "the rolled-back transaction changed the row")
-				n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "ghost"))
-				require.NoError(t, err)
-				assert.Zero(t, n, "the rolled-back transaction's row exists")
-			},
-		},
-	}
-	cases = append(cases, divergenceCases()...)
-	return append(cases, operatorCases()...)
-}
-
 // operatorCases check every operator as a guard on an int, a string and a
 // time field, once with a value the row satisfies and once with one it
 // does not. Strings are lowercase ASCII so that every collation orders them
@@ -720,6 +383,429 @@ func operatorCases() []contractCase {
 		})
 	}
 	return cases
+}
+
+func caseOptionalInterfaces(t testing.TB, f *Fixture) {
+	t.Logf("the adapter implements core.Incrementer: %v, core.Transactor: %v; the harness declares SeveralPools: %v",
+		f.caps.native, f.caps.tx, f.caps.pools)
+	assert.Equal(t, f.caps.native, f.DB.NativeIncrement(), "core.DB's choice of native IncrementOne")
+	if !f.caps.tx {
+		err := f.DB.InTx(f.Ctx, func(context.Context, *core.DB) error { return nil })
+		assert.ErrorIs(t, err, core.ErrUnsupported)
+	}
+}
+
+func casePositiveDelta(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "pos", map[string]any{"hits": 5})
+	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": 3}, nil)
+	assert.EqualValues(t, 8, row.Int("hits"))
+	row = requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": 1 << 40}, nil)
+	assert.EqualValues(t, 8+1<<40, row.Int("hits"))
+}
+
+func caseNegativeDelta(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "neg", map[string]any{"hits": 5})
+	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": -7}, nil)
+	assert.EqualValues(t, -2, row.Int("hits"))
+}
+
+func caseSeveralDeltasAndSet(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "multi", map[string]any{"hits": 10, "budget": 100})
+	other := newCounter(t, f, "other", map[string]any{"hits": 10, "budget": 100})
+	seen := t0.In(kolkata)
+	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))},
+		map[string]int64{"hits": 2, "budget": -30},
+		map[string]any{"label": "both", "flag": true, "seenAt": seen})
+	want := core.Row{"id": r.Int("id"), "name": "multi", "hits": int64(12), "budget": int64(70),
+		"flag": true, "seenAt": t0, "label": "both", "slot": nil}
+	requireSame(t, want, row, "row after several deltas and Set")
+	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
+}
+
+func caseReturnedRowIsStoredRow(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "ret", map[string]any{"hits": 1, "budget": 9, "seenAt": t0, "label": "l", "slot": "ret-slot"})
+	for i := 0; i < 3; i++ {
+		row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))},
+			map[string]int64{"hits": 1, "budget": -1}, map[string]any{"seenAt": t0.Add(time.Duration(i+1) * time.Second)})
+		assert.EqualValues(t, 2+i, row.Int("hits"))
+		assert.EqualValues(t, 8-i, row.Int("budget"))
+		assert.True(t, row.Time("seenAt").Equal(t0.Add(time.Duration(i+1)*time.Second)), "seenAt %v", row.Time("seenAt"))
+		assert.Equal(t, "ret-slot", row.Text("slot"))
+	}
+}
+
+func caseGuardMissChangesNothing(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "miss", map[string]any{"hits": 5, "budget": 0})
+	other := newCounter(t, f, "other", map[string]any{"hits": 50, "budget": 0})
+	requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("hits", 10)},
+		map[string]int64{"hits": 1}, map[string]any{"label": "x"})
+	requireMiss(t, f, r, []core.Where{core.Eq("name", "nobody")}, map[string]int64{"hits": 1}, nil)
+	requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("budget", 0)}, map[string]int64{"budget": -1}, nil)
+	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
+}
+
+func caseEqNilIsNull(t testing.TB, f *Fixture) {
+	null := newCounter(t, f, "nul", nil)
+	set := newCounter(t, f, "nul", map[string]any{"budget": 3, "label": "x", "seenAt": t0})
+	for i, field := range []string{"budget", "label", "seenAt"} {
+		row := requireWrite(t, f, []core.Where{core.Eq("name", "nul"), core.Eq(field, nil)}, map[string]int64{"hits": 1}, nil)
+		assert.Equal(t, null.Int("id"), row.Int("id"), "eq nil on %s picked the wrong row", field)
+		assert.EqualValues(t, i+1, row.Int("hits"))
+		row = requireWrite(t, f, []core.Where{core.Eq("name", "nul"), core.Ne(field, nil)}, map[string]int64{"hits": 1}, nil)
+		assert.Equal(t, set.Int("id"), row.Int("id"), "ne nil on %s picked the wrong row", field)
+		assert.EqualValues(t, i+1, row.Int("hits"))
+		// the IsNull and IsNotNull spellings are the same clauses
+		n, err := f.DB.Count(f.Ctx, counterModel, core.IsNull(field))
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "IsNull(%s)", field)
+		n, err = f.DB.Count(f.Ctx, counterModel, core.IsNotNull(field))
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "IsNotNull(%s)", field)
+	}
+}
+
+func caseDeltaOnNullStaysNull(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "nulldelta", map[string]any{"hits": 1})
+	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": 5, "hits": 1}, nil)
+	assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
+	assert.EqualValues(t, 2, row.Int("hits"))
+	row = requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": -5}, nil)
+	assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
+}
+
+func caseNullSatisfiesNoComparison(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "nullcmp", nil)
+	id := core.Eq("id", r.Int("id"))
+	far, past := t0.AddDate(100, 0, 0), t0.AddDate(-100, 0, 0)
+	for _, w := range []core.Where{
+		core.Eq("budget", 0), core.Ne("budget", 5), core.Lt("budget", 100), core.Lte("budget", 100),
+		core.Gt("budget", -100), core.Gte("budget", -100), core.In("budget", 1, 2), core.NotIn("budget", 1, 2),
+		core.Eq("label", ""), core.Ne("label", "x"), core.Lt("label", "zzz"), core.Gte("label", ""),
+		core.In("label", "x"), core.NotIn("label", "x"),
+		core.Ne("seenAt", t0), core.Lt("seenAt", far), core.Gt("seenAt", past), core.NotIn("seenAt", t0),
+	} {
+		requireMiss(t, f, r, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
+	}
+}
+
+func caseSeveralRowsMatchOneChanges(t testing.TB, f *Fixture) {
+	var ids []int64
+	for i := 0; i < 3; i++ {
+		ids = append(ids, newCounter(t, f, "many", nil).Int("id"))
+	}
+	decoy := newCounter(t, f, "decoy", nil)
+	picked := map[int64]bool{}
+	for i := 1; i <= 3; i++ {
+		row := requireWrite(t, f, []core.Where{core.Eq("name", "many"), core.Eq("hits", 0)},
+			map[string]int64{"hits": 1}, map[string]any{"label": fmt.Sprint("pick", i)})
+		assert.Contains(t, ids, row.Int("id"))
+		assert.False(t, picked[row.Int("id")], "row %d picked twice", row.Int("id"))
+		picked[row.Int("id")] = true
+		n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "many"), core.Eq("hits", 1))
+		require.NoError(t, err)
+		assert.EqualValues(t, i, n, "rows changed after %d calls", i)
+		n, err = f.DB.Count(f.Ctx, counterModel, core.Eq("label", fmt.Sprint("pick", i)))
+		require.NoError(t, err)
+		assert.EqualValues(t, 1, n, "rows given label pick%d", i)
+	}
+	_, ok, err := increment(f, []core.Where{core.Eq("name", "many"), core.Eq("hits", 0)}, map[string]int64{"hits": 1}, nil)
+	require.NoError(t, err)
+	assert.False(t, ok, "a fourth call matched although every row was taken")
+	requireSame(t, decoy, reread(t, f, counterModel, decoy.Int("id")), "a row outside the guard changed")
+}
+
+func caseInvalidBeforeIO(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "valid", map[string]any{"hits": 1})
+	id := core.Eq("id", r.Int("id"))
+	spy := &noIO{}
+	spyDB, err := core.New(spy, core.WithSchema(f.Schema))
+	require.NoError(t, err)
+	bad := []struct {
+		req  core.IncrementRequest
+		name string // what the error must mention
+	}{
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{"nope": 1}}, "nope"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Set: map[string]any{"nope": 1}}, "nope"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{core.Eq("nope", 1)}, Increment: map[string]int64{"hits": 1}}, "nope"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}}, "empty"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{}, Set: map[string]any{}}, "empty"},
+		{core.IncrementRequest{Model: "nope", Where: []core.Where{id}, Increment: map[string]int64{"hits": 1}}, "nope"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Increment: map[string]int64{"name": 1}}, "name"},
+		{core.IncrementRequest{Model: counterModel, Where: []core.Where{id}, Set: map[string]any{"hits": "ten"}}, "hits"},
+	}
+	for _, b := range bad {
+		for _, db := range []*core.DB{spyDB, f.DB} {
+			_, ok, err := db.IncrementOne(f.Ctx, b.req)
+			require.ErrorIs(t, err, core.ErrInvalid, "request %+v", b.req)
+			assert.False(t, ok)
+			assert.Contains(t, err.Error(), b.name, "the error should say what is wrong")
+		}
+	}
+	_, _, err = spyDB.Update(f.Ctx, counterModel, []core.Where{id}, nil)
+	assert.ErrorIs(t, err, core.ErrInvalid, "Update with nothing to set")
+	_, err = spyDB.UpdateMany(f.Ctx, counterModel, []core.Where{id}, map[string]any{})
+	assert.ErrorIs(t, err, core.ErrInvalid, "UpdateMany with nothing to set")
+	_, err = spyDB.Create(f.Ctx, counterModel, map[string]any{"name": "x", "nope": 1})
+	assert.ErrorIs(t, err, core.ErrInvalid, "Create with an unknown field")
+	assert.Zero(t, spy.calls.Load(), "invalid requests reached the adapter")
+	requireSame(t, r, reread(t, f, counterModel, r.Int("id")), "an invalid request changed the row")
+}
+
+func caseIdenticalRewriteIsAMatch(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "same", map[string]any{"hits": 5, "label": "same", "flag": true, "seenAt": t0})
+	id := []core.Where{core.Eq("id", r.Int("id"))}
+	row := requireWrite(t, f, id, nil, map[string]any{"label": "same", "flag": true, "seenAt": t0.In(newYork)})
+	requireSame(t, r, row, "identical Set")
+	row = requireWrite(t, f, id, map[string]int64{"hits": 0}, nil)
+	requireSame(t, r, row, "delta of 0")
+	row = requireWrite(t, f, append(id, core.Eq("label", "same")), map[string]int64{"hits": 0}, map[string]any{"label": "same"})
+	requireSame(t, r, row, "delta of 0 plus identical Set")
+}
+
+func caseTimesRoundTripAcrossZones(t testing.TB, f *Fixture) {
+	given := t0.Add(456_789 * time.Nanosecond).In(kolkata) // sub-millisecond part is dropped
+	r := newCounter(t, f, "times", map[string]any{"seenAt": given})
+	assert.True(t, r.Time("seenAt").Equal(t0), "Create returned %v, want %v", r.Time("seenAt"), t0)
+	assert.Equal(t, time.UTC, r.Time("seenAt").Location(), "times come back in UTC")
+	stored := reread(t, f, counterModel, r.Int("id"))
+	assert.True(t, stored.Time("seenAt").Equal(t0), "FindOne returned %v, want %v", stored.Time("seenAt"), t0)
+
+	t1 := t0.Add(90 * time.Minute)
+	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, nil, map[string]any{"seenAt": t1.In(newYork)})
+	assert.True(t, row.Time("seenAt").Equal(t1), "IncrementOne returned %v, want %v", row.Time("seenAt"), t1)
+	row = reread(t, f, counterModel, r.Int("id"))
+	id := core.Eq("id", r.Int("id"))
+	for _, w := range []core.Where{
+		core.Gt("seenAt", t1.Add(-time.Millisecond).In(kolkata)),
+		core.Gte("seenAt", t1.In(kolkata)),
+		core.Lte("seenAt", t1.In(newYork)),
+		core.Lt("seenAt", t1.Add(time.Millisecond).In(newYork)),
+		core.Lt("seenAt", t1.Add(time.Hour).In(kolkata)),
+	} {
+		row = requireWrite(t, f, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
+	}
+	assert.EqualValues(t, 5, row.Int("hits"))
+	for _, w := range []core.Where{
+		core.Gt("seenAt", t1.In(newYork)),
+		core.Lt("seenAt", t1.In(kolkata)),
+		core.Gte("seenAt", t1.Add(time.Millisecond).In(kolkata)),
+		core.Lte("seenAt", t1.Add(-time.Millisecond).In(newYork)),
+		// same wall clock as t1 in UTC-05:00 is five hours after t1
+		core.Gte("seenAt", time.Date(t1.Year(), t1.Month(), t1.Day(), t1.Hour(), t1.Minute(), t1.Second(), t1.Nanosecond(), newYork)),
+	} {
+		requireMiss(t, f, row, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
+	}
+	n, err := f.DB.Count(f.Ctx, counterModel, core.Gte("seenAt", t1.Add(-time.Hour).In(newYork)), core.Lt("seenAt", t1.Add(time.Millisecond).In(kolkata)))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "Count with a range on seenAt")
+}
+
+func caseCreateReturnsStoredRow(t testing.TB, f *Fixture) {
+	a := newCounter(t, f, "a", nil)
+	b := newCounter(t, f, "b", map[string]any{"hits": 7, "budget": 3, "flag": true, "seenAt": t0, "label": "l", "slot": "s"})
+	assert.Positive(t, a.Int("id"))
+	assert.NotEqual(t, a.Int("id"), b.Int("id"))
+	requireSame(t, core.Row{"id": a.Int("id"), "name": "a", "hits": int64(0), "budget": nil, "flag": false,
+		"seenAt": nil, "label": nil, "slot": nil}, a, "Create with defaults")
+	requireSame(t, core.Row{"id": b.Int("id"), "name": "b", "hits": int64(7), "budget": int64(3), "flag": true,
+		"seenAt": t0, "label": "l", "slot": "s"}, b, "Create with every field")
+	requireSame(t, a, reread(t, f, counterModel, a.Int("id")), "stored row a")
+	requireSame(t, b, reread(t, f, counterModel, b.Int("id")), "stored row b")
+	rl, err := f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k", "count": 1, "lastRequest": t0.UnixMilli()})
+	require.NoError(t, err)
+	assert.Equal(t, "k", rl.Text("key"))
+	assert.Equal(t, t0.UnixMilli(), rl.Int("lastRequest"))
+	ak, err := f.DB.Create(f.Ctx, core.ModelAPIKey, map[string]any{"key": "hash", "referenceId": "u1", "remaining": 5,
+		"createdAt": t0, "updatedAt": t0.In(kolkata)})
+	require.NoError(t, err)
+	assert.Equal(t, "default", ak.Text("configId"))
+	assert.True(t, ak.Bool("enabled"))
+	assert.True(t, ak.IsNull("expiresAt"))
+	assert.True(t, ak.Time("updatedAt").Equal(t0))
+}
+
+func caseFindOneFirstInKeyOrder(t testing.TB, f *Fixture) {
+	first := newCounter(t, f, "f", map[string]any{"hits": 9})
+	newCounter(t, f, "f", map[string]any{"hits": 1})
+	row, ok, err := f.DB.FindOne(f.Ctx, counterModel, core.Eq("name", "f"))
+	require.NoError(t, err)
+	require.True(t, ok)
+	requireSame(t, first, row, "FindOne")
+	_, ok, err = f.DB.FindOne(f.Ctx, counterModel, core.Eq("name", "none"))
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func caseFindManySortLimitOffset(t testing.TB, f *Fixture) {
+	for i, h := range []int{3, 1, 4, 2, 5} {
+		newCounter(t, f, fmt.Sprint("row", i), map[string]any{"hits": h, "label": "in"})
+	}
+	newCounter(t, f, "out", map[string]any{"hits": 100})
+	in := []core.Where{core.Eq("label", "in")}
+	hits := func(opts *core.FindOptions) []int64 {
+		rows, err := f.DB.FindMany(f.Ctx, counterModel, in, opts)
+		require.NoError(t, err)
+		out := []int64{}
+		for _, r := range rows {
+			out = append(out, r.Int("hits"))
+		}
+		return out
+	}
+	assert.Equal(t, []int64{3, 1, 4, 2, 5}, hits(nil), "primary-key order")
+	assert.Equal(t, []int64{1, 2, 3, 4, 5}, hits(&core.FindOptions{SortBy: "hits"}))
+	assert.Equal(t, []int64{4, 3}, hits(&core.FindOptions{SortBy: "hits", Desc: true, Limit: 2, Offset: 1}))
+	assert.Equal(t, []int64{2, 5}, hits(&core.FindOptions{Offset: 3}))
+	assert.Equal(t, []int64{3, 1}, hits(&core.FindOptions{Limit: 2}))
+	assert.Equal(t, []int64{}, hits(&core.FindOptions{Offset: 10}))
+	rows, err := f.DB.FindMany(f.Ctx, counterModel, nil, &core.FindOptions{SortBy: "name", Desc: true, Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, rows, 1)
+	assert.Equal(t, "row4", rows[0].Text("name"))
+}
+
+func caseUpdateAtMostOne(t testing.TB, f *Fixture) {
+	newCounter(t, f, "u", nil)
+	newCounter(t, f, "u", nil)
+	row, ok, err := f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("name", "u")}, map[string]any{"label": "done", "hits": 4})
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, "done", row.Text("label"))
+	assert.EqualValues(t, 4, row.Int("hits"))
+	requireSame(t, reread(t, f, counterModel, row.Int("id")), row, "returned row differs from the stored row")
+	n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("label", "done"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "rows updated")
+	_, ok, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("name", "none")}, map[string]any{"label": "x"})
+	require.NoError(t, err)
+	assert.False(t, ok)
+	row, ok, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("id", row.Int("id"))}, map[string]any{"label": "done"})
+	require.NoError(t, err)
+	assert.True(t, ok, "an Update that rewrites the same value is a match")
+	assert.Equal(t, "done", row.Text("label"))
+}
+
+func caseUpdateManyCountsMatched(t testing.TB, f *Fixture) {
+	newCounter(t, f, "um", map[string]any{"label": "x"})
+	newCounter(t, f, "um", nil)
+	newCounter(t, f, "um", map[string]any{"label": "y"})
+	other := newCounter(t, f, "other", nil)
+	n, err := f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "um")}, map[string]any{"label": "x"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n)
+	n, err = f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "um")}, map[string]any{"label": "x"})
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n, "rewriting identical values still matches every row")
+	c, err := f.DB.Count(f.Ctx, counterModel, core.Eq("label", "x"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, c)
+	n, err = f.DB.UpdateMany(f.Ctx, counterModel, []core.Where{core.Eq("name", "none")}, map[string]any{"label": "x"})
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "a row outside the where changed")
+}
+
+func caseDeleteAtMostOne(t testing.TB, f *Fixture) {
+	newCounter(t, f, "d", nil)
+	newCounter(t, f, "d", nil)
+	ok, err := f.DB.Delete(f.Ctx, counterModel, core.Eq("name", "d"))
+	require.NoError(t, err)
+	assert.True(t, ok)
+	n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "d"))
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n, "rows left")
+	ok, err = f.DB.Delete(f.Ctx, counterModel, core.Eq("name", "none"))
+	require.NoError(t, err)
+	assert.False(t, ok)
+}
+
+func caseDeleteManyAndCount(t testing.TB, f *Fixture) {
+	for i := 0; i < 4; i++ {
+		newCounter(t, f, "dm", map[string]any{"hits": i})
+	}
+	newCounter(t, f, "keep", nil)
+	n, err := f.DB.Count(f.Ctx, counterModel)
+	require.NoError(t, err)
+	assert.EqualValues(t, 5, n)
+	n, err = f.DB.Count(f.Ctx, counterModel, core.Eq("name", "dm"), core.Gte("hits", 2))
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, n)
+	n, err = f.DB.DeleteMany(f.Ctx, counterModel, core.Eq("name", "dm"), core.In("hits", 0, 1, 2))
+	require.NoError(t, err)
+	assert.EqualValues(t, 3, n)
+	n, err = f.DB.DeleteMany(f.Ctx, counterModel, core.Eq("name", "none"))
+	require.NoError(t, err)
+	assert.Zero(t, n)
+	n, err = f.DB.Count(f.Ctx, counterModel)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, n)
+}
+
+func caseUniqueConflict(t testing.TB, f *Fixture) {
+	a := newCounter(t, f, "a", map[string]any{"slot": "taken"})
+	_, err := f.DB.Create(f.Ctx, counterModel, map[string]any{"name": "b", "slot": "taken"})
+	require.ErrorIs(t, err, core.ErrConflict, "Create with a taken unique value")
+	n, err := f.DB.Count(f.Ctx, counterModel)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, n)
+	_, err = f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k"})
+	require.NoError(t, err)
+	_, err = f.DB.Create(f.Ctx, core.ModelRateLimit, map[string]any{"key": "k"})
+	require.ErrorIs(t, err, core.ErrConflict, "Create with a taken rateLimit key")
+	b := newCounter(t, f, "b", map[string]any{"slot": "free"})
+	_, _, err = f.DB.Update(f.Ctx, counterModel, []core.Where{core.Eq("id", b.Int("id"))}, map[string]any{"slot": "taken"})
+	require.ErrorIs(t, err, core.ErrConflict, "Update to a taken unique value")
+	_, _, err = increment(f, []core.Where{core.Eq("id", b.Int("id"))}, map[string]int64{"hits": 1}, map[string]any{"slot": "taken"})
+	require.ErrorIs(t, err, core.ErrConflict, "IncrementOne setting a taken unique value")
+	requireSame(t, b, reread(t, f, counterModel, b.Int("id")), "a conflicting write changed the row")
+	requireSame(t, a, reread(t, f, counterModel, a.Int("id")), "a conflicting write changed the other row")
+}
+
+func caseInTxCommits(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "tx", map[string]any{"hits": 1})
+	var created int64
+	err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
+		c, err := tx.Create(ctx, counterModel, map[string]any{"name": "made"})
+		if err != nil {
+			return err
+		}
+		created = c.Int("id")
+		row, ok, err := tx.IncrementOne(ctx, core.IncrementRequest{Model: counterModel,
+			Where: []core.Where{core.Eq("id", r.Int("id"))}, Increment: map[string]int64{"hits": 1}})
+		if err != nil || !ok {
+			return fmt.Errorf("IncrementOne in a transaction: ok=%v err=%v", ok, err)
+		}
+		seen, ok, err := tx.FindOne(ctx, counterModel, core.Eq("id", r.Int("id")))
+		if err != nil || !ok || seen.Int("hits") != row.Int("hits") {
+			return fmt.Errorf("inside the transaction FindOne saw %v (ok=%v err=%v), IncrementOne returned %v", seen, ok, err, row)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, reread(t, f, counterModel, r.Int("id")).Int("hits"))
+	reread(t, f, counterModel, created)
+}
+
+func caseInTxRollsBack(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "tx", map[string]any{"hits": 1})
+	boom := errors.New("boom")
+	err := f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
+		if _, err := tx.Create(ctx, counterModel, map[string]any{"name": "ghost"}); err != nil {
+			return err
+		}
+		if _, ok, err := tx.IncrementOne(ctx, core.IncrementRequest{Model: counterModel,
+			Where: []core.Where{core.Eq("id", r.Int("id"))}, Increment: map[string]int64{"hits": 5}}); err != nil || !ok {
+			return fmt.Errorf("IncrementOne in a transaction: ok=%v err=%v", ok, err)
+		}
+		if _, err := tx.UpdateMany(ctx, counterModel, nil, map[string]any{"label": "tx"}); err != nil {
+			return err
+		}
+		return boom
+	})
+	require.ErrorIs(t, err, boom)
+	requireSame(t, r, reread(t, f, counterModel, r.Int("id")), "the rolled-back transaction changed the row")
+	n, err := f.DB.Count(f.Ctx, counterModel, core.Eq("name", "ghost"))
+	require.NoError(t, err)
+	assert.Zero(t, n, "the rolled-back transaction's row exists")
 }
 
 // noIO is an adapter that counts calls and fails them all: a request that

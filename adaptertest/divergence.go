@@ -14,51 +14,6 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// divergenceCases hold every adapter to one behaviour where sluice's SQL
-// adapters were found to differ: nested transactions, byte-exact strings,
-// integer overflow, and unique conflicts inside a transaction. (Deadlock
-// victims are a race: see contentionScenarios.)
-func divergenceCases() []contractCase {
-	return []contractCase{
-		{
-			name:     "NestedTransactionRollsBackItsOwnWrites",
-			contract: "a transaction adapter that implements core.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes",
-			needs:    needTransactions,
-			run:      caseNestedTransaction,
-		},
-		{
-			name:       "NestedInTxRollsBackItsOwnWrites",
-			contract:   "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without core.Transactor makes the nested InTx fail with ErrUnsupported before calling fn",
-			needs:      needTransactions,
-			increments: true,
-			run:        caseNestedInTx,
-		},
-		{
-			name:     "UnstorableStringsRefusedBeforeIO",
-			contract: "a string that is not valid UTF-8 or contains NUL is refused with ErrInvalid, naming the field, before anything reaches the adapter, wherever it is given (Create, Set, Update, where): nothing is stored, on every adapter",
-			run:      caseUnstorableStrings,
-		},
-		{
-			name:       "DistinctStringsStayDistinct",
-			contract:   "strings are stored and compared byte for byte: keys that differ only by trailing spaces, by case, by Unicode normalisation or by width are distinct rows under a unique index, each matched only by itself, and every one round-trips unchanged",
-			increments: true,
-			run:        caseDistinctStrings,
-		},
-		{
-			name:       "IncrementOverflowRefused",
-			contract:   "an IncrementOne whose delta would take an int column past MaxInt64 or below MinInt64 fails with ErrInvalid and leaves the row as it was (no wrap-around, no change of the column's type, no partial write); the limits themselves can be reached",
-			increments: true,
-			run:        caseIncrementOverflow,
-		},
-		{
-			name:     "ConflictInsideTransactionKeepsItUsable",
-			contract: "inside InTx, a duplicate unique key fails that one call with ErrConflict (Create, Update and IncrementOne alike) and leaves the transaction usable: its other writes, before and after the conflict, commit",
-			needs:    needTransactions,
-			run:      caseConflictInTx,
-		},
-	}
-}
-
 // errNoNesting ends the probe transaction of caseNestedTransaction when the
 // transaction adapter does not implement core.Transactor.
 var errNoNesting = errors.New("the transaction adapter does not implement core.Transactor")

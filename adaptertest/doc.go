@@ -5,9 +5,11 @@
 // # Running the suite against your adapter
 //
 // A harness gives the suite a fresh adapter for every subtest, on tables
-// named for that subtest (so that tests sharing a database never collide),
-// and says which capabilities the adapter claims; the suite skips, with the
-// reason, whatever the adapter does not claim.
+// named for that subtest (so that tests sharing a database never collide).
+// The suite finds out by type assertion whether the adapter implements
+// core.Incrementer and core.Transactor, and skips, with the reason, what
+// needs a missing one; the harness declares in [Capabilities] only what
+// cannot be found out that way (whether MakePeer opens independent pools).
 //
 //	type harness struct{ db *sql.DB; s *core.Schema }
 //
@@ -35,11 +37,11 @@
 //	}
 //
 //	func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
-//		return nil, errors.New("not claimed") // called only with SeveralPools
+//		return nil, errors.New("not declared") // called only with SeveralPools
 //	}
 //
 //	func (h *harness) Capabilities() adaptertest.Capabilities {
-//		return adaptertest.Capabilities{NativeIncrement: true, Transactions: true, Returning: true}
+//		return adaptertest.Capabilities{SeveralPools: false} // only what the suite cannot find out
 //	}
 //
 //	func (h *harness) Close() {
@@ -62,8 +64,10 @@
 //
 // # What the suite checks
 //
-// Contract cases run one at a time, each on fresh tables, and each names the
-// sentence of the contract it checks: deltas and assignments, the returned
+// Contract cases run one at a time, each on fresh tables, each a subtest
+// named for what it checks (Contract/PositiveDelta,
+// Contract/Fallback/GuardMissChangesNothing, …), and a failing one prints
+// the sentence of the contract it checks: deltas and assignments, the returned
 // row, guard misses, every operator on int, string and time fields, NULL
 // semantics, several matching rows, validation before I/O, rows matched
 // rather than rows changed, times across zones, the rest of the CRUD
@@ -83,7 +87,7 @@
 // L callers and stops at 0, a bounded increment admits exactly max, a
 // compare-and-set reset has exactly one winner, and a guard matching several
 // rows admits exactly their total budget with no false miss. Each race runs
-// on one pool, over several independent pools when the harness claims
+// on one pool, over several independent pools when the harness declares
 // SeveralPools, and through the fallback. The suite's own tests prove that
 // these cases catch a deliberately non-atomic adapter (read, compute, write
 // by id) every time. One more race mixes, on one table and over several

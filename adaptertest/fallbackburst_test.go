@@ -35,7 +35,7 @@ func TestFallbackBurstCatchesGivingUp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Fixture{Ctx: t.Context(), Schema: s, Adapter: a, DB: db, Caps: Capabilities{NativeIncrement: true, Transactions: true}}
+	f := &Fixture{Ctx: t.Context(), Schema: s, Adapter: a, DB: db, caps: features{native: true, tx: true}}
 	err = fallbackBurst(t.Context(), f)
 	if err == nil || !strings.Contains(err.Error(), "ErrContention") {
 		t.Fatalf("fallbackBurst on an adapter that always loses: %v, want a failure naming ErrContention", err)

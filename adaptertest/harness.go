@@ -7,17 +7,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Capabilities are what a harness's adapter claims. The suite skips, with
-// the reason, every case that needs a capability the adapter does not claim.
+// Capabilities are what a harness declares because the suite cannot find
+// them out from the adapter. What it can find out, it does, by type
+// assertion on the adapter MakeAdapter returns: a native IncrementOne
+// (core.Incrementer) and transactions (core.Transactor). The suite skips, with the reason, every case that needs
+// something the adapter lacks or the harness does not declare.
 type Capabilities struct {
-	// NativeIncrement: the adapter implements core.Incrementer. Without it
-	// the suite still runs everything through core's transaction fallback.
-	NativeIncrement bool
-	// Transactions: the adapter implements core.Transactor.
-	Transactions bool
-	// Returning: the dialect has UPDATE … RETURNING (informational; the
-	// contract is the same either way).
-	Returning bool
 	// SeveralPools: MakePeer returns adapters over independent connection
 	// pools, as several application servers would have.
 	SeveralPools bool
@@ -34,7 +29,7 @@ type Harness interface {
 	// over a new and independent connection pool. It is called only when
 	// Capabilities().SeveralPools is true.
 	MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error)
-	// Capabilities describes the adapter.
+	// Capabilities declares what the suite cannot find out from the adapter.
 	Capabilities() Capabilities
 	// Close drops what MakeAdapter created and closes every pool.
 	Close()
@@ -43,3 +38,43 @@ type Harness interface {
 // HarnessMaker builds a fresh harness for one subtest. It may call t.Skip
 // when its database is not configured (see [PostgresDSN]).
 type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
+
+// features is what the suite knows of a fixture's adapter: found out by
+// type assertion, or declared by the harness.
+type features struct {
+	native bool // the adapter implements core.Incrementer
+	tx     bool // the adapter implements core.Transactor
+	pools  bool // the harness declares SeveralPools
+}
+
+func featuresOf(a core.Adapter, declared Capabilities) features {
+	_, native := a.(core.Incrementer)
+	_, tx := a.(core.Transactor)
+	return features{native: native, tx: tx, pools: declared.SeveralPools}
+}
+
+func needTransactions(c features) string {
+	if !c.tx {
+		return "the adapter does not implement core.Transactor"
+	}
+	return ""
+}
+
+func needSeveralPools(c features) string {
+	if !c.pools {
+		return "the harness does not declare SeveralPools"
+	}
+	return ""
+}
+
+// needFallback: the case runs core's transaction fallback in place of the
+// adapter's own IncrementOne, which needs both.
+func needFallback(c features) string {
+	switch {
+	case !c.tx:
+		return "the adapter does not implement core.Transactor, which the fallback needs"
+	case !c.native:
+		return "the adapter does not implement core.Incrementer: the plain variant already runs through the fallback"
+	}
+	return ""
+}

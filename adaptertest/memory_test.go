@@ -33,7 +33,7 @@ func (h *memoryHarness) MakePeer(context.Context, *core.Schema) (core.Adapter, e
 }
 
 func (h *memoryHarness) Capabilities() adaptertest.Capabilities {
-	return adaptertest.Capabilities{NativeIncrement: !h.fallback, Transactions: true, Returning: true, SeveralPools: true}
+	return adaptertest.Capabilities{SeveralPools: true}
 }
 
 func (h *memoryHarness) Close() {}

@@ -65,7 +65,8 @@ func (a nonAtomic) Transaction(ctx context.Context, fn func(context.Context, cor
 	})
 }
 
-// nonAtomicHarness claims every capability, so that no scenario skips.
+// nonAtomicHarness serves an adapter that implements every optional
+// interface and declares SeveralPools, so that no scenario skips.
 type nonAtomicHarness struct {
 	m     *memory.Memory
 	reads *atomic.Int64
@@ -84,7 +85,7 @@ func (h nonAtomicHarness) MakePeer(context.Context, *core.Schema) (core.Adapter,
 }
 
 func (h nonAtomicHarness) Capabilities() Capabilities {
-	return Capabilities{NativeIncrement: true, Transactions: true, Returning: true, SeveralPools: true}
+	return Capabilities{SeveralPools: true}
 }
 
 func (h nonAtomicHarness) Close() {}
@@ -108,7 +109,7 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			t.Run(group+"/"+sc.name, func(t *testing.T) {
 				f := NewFixture(t, newNonAtomicHarness)
 				if sc.needs != nil {
-					why := sc.needs(f.Caps)
+					why := sc.needs(f.caps)
 					require.Empty(t, why, "the scenario skips against the non-atomic adapter, so it proves nothing")
 				}
 				err := sc.run(f.Ctx, f)
@@ -140,7 +141,7 @@ func TestFallbackVariantsSurviveNonAtomicAdapter(t *testing.T) {
 		runs++
 		t.Run(sc.name, func(t *testing.T) {
 			f := NewFixture(t, newNonAtomicHarness)
-			require.Empty(t, sc.needs(f.Caps))
+			require.Empty(t, sc.needs(f.caps))
 			require.NoError(t, sc.run(f.Ctx, f))
 		})
 	}

@@ -28,7 +28,7 @@ const (
 // callers share, round-robin.
 type raceVariant struct {
 	suffix string
-	needs  func(Capabilities) string
+	needs  func(features) string
 	dbs    func(f *Fixture) ([]*core.DB, error)
 	// native: the variant goes through the adapter's own IncrementOne, so a
 	// non-atomic one must be caught there.
@@ -62,7 +62,7 @@ func raceVariants() []raceVariant {
 		},
 		{
 			suffix: "FallbackSeveralPools",
-			needs: func(c Capabilities) string {
+			needs: func(c features) string {
 				if why := needFallback(c); why != "" {
 					return why
 				}
@@ -79,23 +79,6 @@ func raceVariants() []raceVariant {
 			rounds: raceFallbackRounds,
 		},
 	}
-}
-
-func needSeveralPools(c Capabilities) string {
-	if !c.SeveralPools {
-		return "the harness does not claim SeveralPools"
-	}
-	return ""
-}
-
-func needFallback(c Capabilities) string {
-	switch {
-	case !c.Transactions:
-		return "the adapter does not claim Transactions, which the fallback needs"
-	case !c.NativeIncrement:
-		return "the adapter has no native IncrementOne: the plain variant already runs through the fallback"
-	}
-	return ""
 }
 
 // raceBody is one race, run once per round on rows of its own.

@@ -32,8 +32,8 @@ func Run(t *testing.T, newHarness HarnessMaker) {
 // tests can assert that a broken adapter is caught.
 type scenario struct {
 	name     string
-	contract string                    // the sentence of the contract it checks
-	needs    func(Capabilities) string // why to skip; "" to run (nil: always run)
+	contract string                // the sentence of the contract it checks
+	needs    func(features) string // why to skip; "" to run (nil: always run)
 	run      func(ctx context.Context, f *Fixture) error
 	// catchesNonAtomic: the suite's own test asserts that this scenario
 	// fails against its deliberately non-atomic adapter.
@@ -45,7 +45,7 @@ func runScenarios(t *testing.T, newHarness HarnessMaker, list []scenario) {
 		t.Run(sc.name, func(t *testing.T) {
 			f := NewFixture(t, newHarness)
 			if sc.needs != nil {
-				if why := sc.needs(f.Caps); why != "" {
+				if why := sc.needs(f.caps); why != "" {
 					t.Skip(why)
 				}
 			}
@@ -61,10 +61,10 @@ func runScenarios(t *testing.T, newHarness HarnessMaker, list []scenario) {
 type Fixture struct {
 	Ctx     context.Context
 	Harness Harness
-	Caps    Capabilities
 	Schema  *core.Schema
 	Adapter core.Adapter
 	DB      *core.DB
+	caps    features
 	tb      testing.TB
 }
 
@@ -91,7 +91,7 @@ func NewFixture(t *testing.T, newHarness HarnessMaker) *Fixture {
 	if err != nil {
 		t.Fatalf("core.New: %v", err)
 	}
-	return &Fixture{Ctx: ctx, Harness: h, Caps: h.Capabilities(), Schema: s, Adapter: a, DB: db, tb: t}
+	return &Fixture{Ctx: ctx, Harness: h, Schema: s, Adapter: a, DB: db, caps: featuresOf(a, h.Capabilities()), tb: t}
 }
 
 // uniqueSchema names every table after the test and a process-wide
@@ -109,13 +109,13 @@ func uniqueSchema(testName string) *core.Schema {
 
 // DBs returns n core.DBs on the fixture's tables, as n application servers
 // would have: the first is f.DB; the others come from MakePeer when the
-// harness claims SeveralPools, and share f.Adapter otherwise. opts are
+// harness declares SeveralPools, and share f.Adapter otherwise. opts are
 // passed to core.New for every DB after the first.
 func (f *Fixture) DBs(n int, opts ...core.Option) ([]*core.DB, error) {
 	dbs := []*core.DB{f.DB}
 	for len(dbs) < n {
 		a := f.Adapter
-		if f.Caps.SeveralPools {
+		if f.caps.pools {
 			var err error
 			if a, err = f.Harness.MakePeer(f.Ctx, f.Schema); err != nil {
 				return nil, fmt.Errorf("MakePeer: %w", err)

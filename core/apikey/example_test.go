@@ -74,7 +74,11 @@ func ExampleManager_Middleware() {
 	keys, _ := apikey.New(db)
 	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Name: "ci"})
 
-	api := keys.Middleware()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	mw, err := keys.Middleware()
+	if err != nil {
+		panic(err)
+	}
+	api := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, _ := apikey.FromContext(r.Context())
 		fmt.Fprintf(w, "hello %s (key %q)", key.ReferenceID, key.Name)
 	}))

@@ -98,7 +98,7 @@ func checkAllCosts(t *testing.T, e *env, key string, rv revocation) {
 	if rv.name == "metadata" {
 		return // the middleware does not show metadata
 	}
-	h := e.m.Middleware(RequestCost(0))(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	h := mw(t, e.m, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), RequestCost(0))
 	if rec, body := serve(t, h, DefaultHeader, key); rec.Code != http.StatusUnauthorized {
 		t.Errorf("%s: the middleware with RequestCost(0) answered %d %q, want 401", rv.name, rec.Code, body.Code)
 	}

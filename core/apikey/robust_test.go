@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,11 +38,8 @@ func TestZeroManager(t *testing.T) {
 			})
 		}
 		t.Run(name+"/Middleware", func(t *testing.T) {
-			h := m.Middleware()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
-				t.Error("the handler ran behind an uninitialised Manager")
-			}))
-			if rec, _ := serve(t, h, DefaultHeader, "k"); rec.Code != http.StatusInternalServerError {
-				t.Fatalf("status %d, want 500", rec.Code)
+			if h, err := m.Middleware(); h != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "not initialised") {
+				t.Fatalf("Middleware = %v, %v; want nil and ErrInvalid saying the Manager is not initialised", h != nil, err)
 			}
 		})
 	}
@@ -94,12 +90,9 @@ func TestNilsAreRefused(t *testing.T) {
 		})
 	}
 	t.Run("Middleware with a nil option", func(t *testing.T) {
-		defer func() {
-			if msg := fmt.Sprint(recover()); !strings.Contains(msg, "option 2 of 2 is nil") {
-				t.Fatalf("panic %q, want one naming the nil option", msg)
-			}
-		}()
-		e.m.Middleware(Header("x-key"), nil)
+		if _, err := e.m.Middleware(Header("x-key"), nil); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "option 2 of 2 is nil") {
+			t.Fatalf("err = %v, want ErrInvalid naming the nil option", err)
+		}
 	})
 }
 

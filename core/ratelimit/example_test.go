@@ -66,17 +66,17 @@ func ExampleMiddleware() {
 	if err != nil {
 		panic(err)
 	}
-	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") }))
 	for i := 0; i < 2; i++ {
 		r := httptest.NewRequest("POST", "/sign-in/email", nil)
 		r.RemoteAddr = "203.0.113.7:50000"
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)
-		fmt.Printf("%d remaining=%s retry-after=%q\n", w.Code, w.Header().Get("RateLimit-Remaining"), w.Header().Get("Retry-After"))
+		fmt.Printf("%d remaining=%s retry-after=%q %s", w.Code, w.Header().Get("RateLimit-Remaining"), w.Header().Get("Retry-After"), w.Body)
 	}
 	// Output:
-	// 200 remaining=0 retry-after=""
-	// 429 remaining=0 retry-after="10"
+	// 200 remaining=0 retry-after="" ok
+	// 429 remaining=0 retry-after="10" {"code":"RATE_LIMITED","message":"Too many requests. Please try again later.","status":429,"retryAfter":10}
 }
 
 func ExampleClientKey() {

@@ -2,16 +2,16 @@ package ratelimit
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/netip"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sluice-go/sluice/core/internal/httperr"
 )
 
 // HTTPConfig configures [Middleware].
@@ -63,10 +63,25 @@ type middleware struct {
 	patterns []pattern
 }
 
-// statusClientClosedRequest is the status the middleware records when the
-// client hung up before the limiter decided (nginx's 499): nobody reads it,
-// but logs and metrics then tell a departed client from an outage (503).
-const statusClientClosedRequest = 499
+// ErrorBody is the JSON body of the middleware's error responses, the same
+// type as apikey.ErrorBody:
+//
+//	{"code":"RATE_LIMITED","message":"Too many requests. Please try again later.","status":429,"retryAfter":7}
+//
+// Code is stable, for programs ([CodeRateLimited], [CodeUnavailable]);
+// Message is for people; Status repeats the HTTP status; RetryAfter, in
+// whole seconds rounded up, equals the Retry-After header and is omitted
+// when there is none.
+type ErrorBody = httperr.Body
+
+// The codes of the middleware's error responses.
+const (
+	// CodeRateLimited answers 429: the client's window is full.
+	CodeRateLimited = "RATE_LIMITED"
+	// CodeUnavailable answers 503: the limiter failed (and fails closed),
+	// or the request's deadline passed before it decided.
+	CodeUnavailable = "RATE_LIMIT_UNAVAILABLE"
+)
 
 // Middleware returns net/http middleware that limits each client (see
 // [ClientKey]) per path. The key is [SafeKey] of the client, "|", and the
@@ -75,20 +90,28 @@ const statusClientClosedRequest = 499
 //
 // Every limited response carries RateLimit-Limit, RateLimit-Remaining and
 // RateLimit-Reset (seconds until the window ends, rounded up). A denied
-// request gets status 429, a JSON body with code "RATE_LIMITED", and
-// Retry-After and X-Retry-After in whole seconds, rounded up.
+// request gets status 429, Retry-After and X-Retry-After in whole seconds,
+// rounded up, and an [ErrorBody] with code [CodeRateLimited]; a failing
+// limiter that fails closed answers 503 with [CodeUnavailable] (see
+// [HTTPConfig].OnError). apikey's Manager.Middleware answers in the same
+// shape.
+//
+// A bad configuration is an error wrapping [core.ErrInvalid] that names
+// the field at fault, such as
+//
+//	ratelimit: invalid request: Middleware: HTTPConfig.Paths["x"]: a path must start with '/' or '*'
 func Middleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Limiter == nil {
-		return nil, invalidf("Middleware: nil Limiter")
+		return nil, invalidf("Middleware: HTTPConfig.Limiter is nil")
 	}
 	if err := cfg.Limiter.usable(); err != nil {
-		return nil, fmt.Errorf("%w (Middleware: Limiter)", err)
+		return nil, invalidf("Middleware: HTTPConfig.Limiter: %s", reason(err))
 	}
 	trusted := make([]netip.Prefix, len(cfg.TrustedProxies))
 	for i, p := range cfg.TrustedProxies {
 		np, err := normalPrefix(p)
 		if err != nil {
-			return nil, invalidf("Middleware: TrustedProxies[%d]: %v", i, err)
+			return nil, invalidf("Middleware: HTTPConfig.TrustedProxies[%d]: %v", i, err)
 		}
 		trusted[i] = np
 	}
@@ -102,7 +125,7 @@ func Middleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
 			return nil, err
 		}
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "*") {
-			return nil, invalidf("Middleware: Paths[%q]: a path must start with '/' or '*'", p)
+			return nil, invalidf("Middleware: HTTPConfig.Paths[%q]: a path must start with '/' or '*'", p)
 		}
 		if strings.Contains(p, "*") {
 			m.patterns = append(m.patterns, pattern{glob: p, literal: len(p) - strings.Count(p, "*"), rule: rule})
@@ -121,16 +144,25 @@ func Middleware(cfg HTTPConfig) (func(http.Handler) http.Handler, error) {
 }
 
 func (m *middleware) checkRule(where string, rule Rule) error {
-	if rule == Unlimited {
+	switch {
+	case rule == Unlimited:
 		return nil
+	case where == "Default" && rule == Rule{}:
+		return invalidf("Middleware: HTTPConfig.Default is not set: give it a rule, or ratelimit.Unlimited to limit only the paths named")
 	}
 	if err := rule.Validate(); err != nil {
-		return fmt.Errorf("%w (Middleware: %s)", err, where)
+		return invalidf("Middleware: HTTPConfig.%s: %s", where, reason(err))
 	}
 	if l := m.cfg.Limiter.longest; l > 0 && rule.Window > l {
-		return invalidf("Middleware: %s: window %v is longer than the limiter's longest window %v", where, rule.Window, l)
+		return invalidf("Middleware: HTTPConfig.%s: window %v is longer than the limiter's longest window %v", where, rule.Window, l)
 	}
 	return nil
+}
+
+// reason is what an error of invalidf says after its prefix, so that the
+// middleware can say where the problem lies before it.
+func reason(err error) string {
+	return strings.TrimPrefix(err.Error(), invalidf("").Error())
 }
 
 // ruleFor picks the request's rule in the documented order.
@@ -170,46 +202,26 @@ func (m *middleware) wrap(next http.Handler) http.Handler {
 				// The request's own end, not an outage: the limiter denied it
 				// whatever its policy, and nobody waits for the handler.
 				if errors.Is(ctx.Err(), context.Canceled) {
-					w.WriteHeader(statusClientClosedRequest)
+					w.WriteHeader(httperr.StatusClientClosedRequest)
 					return
 				}
 			} else if d.Allowed {
 				next.ServeHTTP(w, r)
 				return
 			}
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{
-				"code": "RATE_LIMIT_UNAVAILABLE", "message": "The rate limiter is unavailable. Please try again later."})
+			httperr.Write(w, ErrorBody{Code: CodeUnavailable, Message: "The rate limiter is unavailable. Please try again later.",
+				Status: http.StatusServiceUnavailable})
 			return
 		}
 		now := time.UnixMilli(l.now())
-		h := w.Header()
-		h.Set("RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
-		h.Set("RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-		h.Set("RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.Reset.Sub(now)), 10))
+		httperr.SetRateLimit(w.Header(), d.Limit, d.Remaining, httperr.Seconds(d.Reset.Sub(now)))
 		if d.Allowed {
 			next.ServeHTTP(w, r)
 			return
 		}
-		secs := ceilSeconds(d.RetryAfter)
-		h.Set("Retry-After", strconv.FormatInt(secs, 10))
-		h.Set("X-Retry-After", strconv.FormatInt(secs, 10))
-		writeJSON(w, http.StatusTooManyRequests, map[string]any{
-			"code": "RATE_LIMITED", "message": "Too many requests. Please try again later.", "retryAfter": secs})
+		httperr.Write(w, ErrorBody{Code: CodeRateLimited, Message: "Too many requests. Please try again later.",
+			Status: http.StatusTooManyRequests, RetryAfter: max(httperr.Seconds(d.RetryAfter), 1)})
 	})
-}
-
-// ceilSeconds rounds up, so that a client waiting that long is admitted.
-func ceilSeconds(d time.Duration) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return int64((d + time.Second - 1) / time.Second)
-}
-
-func writeJSON(w http.ResponseWriter, status int, body any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(body)
 }
 
 // globMatch reports whether s matches pattern, where '*' matches any run of

@@ -109,13 +109,13 @@ func TestMiddlewareHeadersAndDenial(t *testing.T) {
 	w := f.do("/login", ip) // the query is not part of the key
 	check(w, 429, map[string]string{"RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "7",
 		"Retry-After": "7", "X-Retry-After": "7", "Content-Type": "application/json"})
-	var body struct {
-		Code       string `json:"code"`
-		Message    string `json:"message"`
-		RetryAfter int64  `json:"retryAfter"`
+	const want = `{"code":"RATE_LIMITED","message":"Too many requests. Please try again later.","status":429,"retryAfter":7}`
+	if got := strings.TrimSpace(w.Body.String()); got != want {
+		t.Errorf("body %s, want %s", got, want)
 	}
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != "RATE_LIMITED" || body.RetryAfter != 7 || body.Message == "" {
-		t.Errorf("body %q (%v)", w.Body.String(), err)
+	var body ratelimit.ErrorBody
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != ratelimit.CodeRateLimited || body.Status != 429 || body.RetryAfter != 7 {
+		t.Errorf("body %q decodes to %+v (%v)", w.Body.String(), body, err)
 	}
 	if f.served != 2 {
 		t.Errorf("handler served %d requests, want 2", f.served)
@@ -214,17 +214,29 @@ func TestMiddlewareBadConfig(t *testing.T) {
 		cfg  ratelimit.HTTPConfig
 		want string
 	}{
-		{"no limiter", ratelimit.HTTPConfig{Default: ok}, "nil Limiter"},
-		{"no default", ratelimit.HTTPConfig{Limiter: l}, "Default"},
-		{"bad path rule", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"/x": {Window: time.Minute, Max: -2}}}, `Paths["/x"]`},
-		{"relative path", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"x": ok}}, "must start with"},
-		{"window past the longest", ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: 2 * time.Hour, Max: 1}}, "longest window"},
+		{"no limiter", ratelimit.HTTPConfig{Default: ok}, "Middleware: HTTPConfig.Limiter is nil"},
+		{"zero limiter", ratelimit.HTTPConfig{Limiter: &ratelimit.Limiter{}, Default: ok},
+			"Middleware: HTTPConfig.Limiter: the Limiter is not initialised"},
+		{"no default", ratelimit.HTTPConfig{Limiter: l}, "Middleware: HTTPConfig.Default is not set"},
+		{"bad default", ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: time.Minute, Max: -2}},
+			"invalid request: Middleware: HTTPConfig.Default: rule max -2 must not be negative"},
+		{"bad path rule", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"/x": {Window: time.Millisecond / 2, Max: 1}}},
+			`Middleware: HTTPConfig.Paths["/x"]: rule window 500µs is not a whole number of milliseconds`},
+		{"relative path", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"x": ok}},
+			`Middleware: HTTPConfig.Paths["x"]: a path must start with '/' or '*'`},
+		{"window past the longest", ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: 2 * time.Hour, Max: 1}},
+			"Middleware: HTTPConfig.Default: window 2h0m0s is longer than the limiter's longest window 1h0m0s"},
+		{"invalid trusted proxy", ratelimit.HTTPConfig{Limiter: l, Default: ok, TrustedProxies: []netip.Prefix{{}}},
+			"Middleware: HTTPConfig.TrustedProxies[0]: invalid prefix"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ratelimit.Middleware(tc.cfg)
-			if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("err = %v, want ErrInvalid mentioning %q", err, tc.want)
+			mw, err := ratelimit.Middleware(tc.cfg)
+			if mw != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Middleware = %v, %v; want nil and ErrInvalid saying %q", mw != nil, err, tc.want)
+			}
+			if strings.Count(err.Error(), "ratelimit:") != 1 {
+				t.Errorf("err = %v: the prefix repeats", err)
 			}
 		})
 	}
@@ -247,6 +259,11 @@ func TestMiddlewareStorageFailure(t *testing.T) {
 		}
 		if w.Code != want || !errors.Is(reported, errBroken) {
 			t.Errorf("fail open %v: status %d, reported %v; want %d and the storage error", open, w.Code, reported, want)
+		}
+		if body := `{"code":"RATE_LIMIT_UNAVAILABLE","message":"The rate limiter is unavailable. Please try again later.","status":503}`; !open &&
+			(strings.TrimSpace(w.Body.String()) != body || w.Header().Get("Content-Type") != "application/json" || w.Header().Get("Retry-After") != "") {
+			t.Errorf("fail closed: body %s Content-Type %q Retry-After %q, want %s as JSON and no Retry-After",
+				w.Body, w.Header().Get("Content-Type"), w.Header().Get("Retry-After"), body)
 		}
 		if w.Header().Get("RateLimit-Limit") != "" {
 			t.Errorf("fail open %v: rate-limit headers without a decision", open)

@@ -136,12 +136,7 @@ func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, e
 }
 
 func (h *harness) Capabilities() adaptertest.Capabilities {
-	return adaptertest.Capabilities{
-		NativeIncrement: true,
-		Transactions:    true,
-		Returning:       h.b.dialect != dialect.MySQL,
-		SeveralPools:    true,
-	}
+	return adaptertest.Capabilities{SeveralPools: true}
 }
 
 func (h *harness) Close() {

@@ -248,8 +248,8 @@ func (h *harness) scenario(t *testing.T) {
 		r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
 		r.headers(t, map[string]string{"Retry-After": "10", "X-Retry-After": "10",
 			"RateLimit-Limit": "5", "RateLimit-Remaining": "0", "RateLimit-Reset": "10"})
-		if r.num(t, "retryAfter") != 10 {
-			t.Errorf("body retryAfter = %v, want 10", r.body["retryAfter"])
+		if r.num(t, "retryAfter") != 10 || r.num(t, "status") != 429 {
+			t.Errorf("body retryAfter = %v, status %v; want 10 and 429", r.body["retryAfter"], r.body["status"])
 		}
 		h.clock.Advance(4 * time.Second)
 		r = h.do(t, "GET", "/hello", "", "")
@@ -300,9 +300,9 @@ func (h *harness) scenario(t *testing.T) {
 		}
 		r := h.do(t, "GET", "/api/data", key, "")
 		r.expect(t, http.StatusTooManyRequests, "RATE_LIMITED")
-		r.headers(t, map[string]string{"Retry-After": "10"})
-		if r.num(t, "tryAgainIn") != 10000 {
-			t.Errorf("tryAgainIn = %v, want 10000 ms", r.body["tryAgainIn"])
+		r.headers(t, map[string]string{"Retry-After": "10", "X-Retry-After": "10", "RateLimit-Limit": "3", "RateLimit-Remaining": "0", "RateLimit-Reset": "10"})
+		if r.num(t, "retryAfter") != 10 || r.num(t, "status") != 429 {
+			t.Errorf("retryAfter = %v, status %v; want 10 s and 429", r.body["retryAfter"], r.body["status"])
 		}
 		if k := h.stored(t, id); *k.Remaining != 2 || k.RequestCount != 3 {
 			t.Errorf("stored remaining %d, requestCount %d; want 2 and 3", *k.Remaining, k.RequestCount)
@@ -321,9 +321,9 @@ func (h *harness) scenario(t *testing.T) {
 		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
 		r := h.do(t, "GET", "/api/data", key, "")
 		r.expect(t, http.StatusTooManyRequests, "USAGE_EXCEEDED")
-		r.headers(t, map[string]string{"Retry-After": "60"})
-		if r.num(t, "tryAgainIn") != 60000 {
-			t.Errorf("tryAgainIn = %v, want 60000 ms", r.body["tryAgainIn"])
+		r.headers(t, map[string]string{"Retry-After": "60", "X-Retry-After": "60", "RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "60"})
+		if r.num(t, "retryAfter") != 60 {
+			t.Errorf("retryAfter = %v, want 60 s", r.body["retryAfter"])
 		}
 		h.clock.Advance(59 * time.Second)
 		r = h.do(t, "GET", "/api/data", key, "")

@@ -81,11 +81,20 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
+	requireKey, err := s.Keys.Middleware(apikey.OnError(func(r *http.Request, err error) {
+		if cfg.ErrorLog != nil {
+			cfg.ErrorLog.Printf("API key: %s %s: %v", r.Method, r.URL.Path, err)
+		}
+	}))
+	if err != nil {
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.HandleFunc("GET /hello", s.hello)
 	mux.HandleFunc("POST /keys", s.createKey)
-	mux.Handle("GET /api/data", s.Keys.Middleware()(http.HandlerFunc(s.data)))
+	mux.Handle("GET /api/data", requireKey(http.HandlerFunc(s.data)))
 	s.handler = limit(mux)
 	return s, nil
 }
