@@ -30,7 +30,43 @@ type keyCache struct {
 
 type keyShard struct {
 	mu sync.Mutex
-	m  map[string]*StoredKey
+	m  map[string]remembered
+}
+
+// remembered is a cache entry: the key, and the values of its write's
+// guard that do not change from one verification to the next, boxed once
+// (see guardValues).
+type remembered struct {
+	s *StoredKey
+	g *guardValues
+}
+
+// guardValues are the stable values of a key's guarded write as the
+// interface values that core.Where holds: boxing them for every write
+// would cost an allocation each.
+type guardValues struct {
+	key                           any // the hash
+	window, max, interval, amount any // nil for NULL
+}
+
+// newGuardValues boxes s's stable guard values.
+func newGuardValues(s *StoredKey) *guardValues {
+	box := func(p *int64) any {
+		if p == nil {
+			return nil
+		}
+		return *p
+	}
+	return &guardValues{key: s.Key, window: box(s.RateLimitTimeWindow), max: box(s.RateLimitMax),
+		interval: box(s.RefillInterval), amount: box(s.RefillAmount)}
+}
+
+// sameSettings reports whether a and b have the same stable guard values,
+// so that one's guardValues serve the other.
+func sameSettings(a, b *StoredKey) bool {
+	eq := func(x, y *int64) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
+	return a.Key == b.Key && eq(a.RateLimitTimeWindow, b.RateLimitTimeWindow) && eq(a.RateLimitMax, b.RateLimitMax) &&
+		eq(a.RefillInterval, b.RefillInterval) && eq(a.RefillAmount, b.RefillAmount)
 }
 
 // newKeyCache returns a cache of at most n keys, or nil for n ≤ 0.
@@ -40,7 +76,7 @@ func newKeyCache(n int) *keyCache {
 	}
 	c := &keyCache{seed: maphash.MakeSeed(), limit: int64(n)}
 	for i := range c.shards {
-		c.shards[i].m = make(map[string]*StoredKey)
+		c.shards[i].m = make(map[string]remembered)
 	}
 	return c
 }
@@ -49,17 +85,17 @@ func (c *keyCache) shard(hash string) *keyShard {
 	return &c.shards[maphash.String(c.seed, hash)%keyShards]
 }
 
-// get returns the key last seen under hash, or nil. The caller must not
-// change it.
-func (c *keyCache) get(hash string) *StoredKey {
+// get returns the key last seen under hash and its guard values, or nil.
+// The caller must change neither.
+func (c *keyCache) get(hash string) (*StoredKey, *guardValues) {
 	if c == nil {
-		return nil
+		return nil, nil
 	}
 	sh := c.shard(hash)
 	sh.mu.Lock()
-	s := sh.m[hash]
+	e := sh.m[hash]
 	sh.mu.Unlock()
-	return s
+	return e.s, e.g
 }
 
 // put remembers s, which the caller must not change afterwards. When the
@@ -74,7 +110,12 @@ func (c *keyCache) put(s *StoredKey) {
 	sh := c.shard(s.Key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if _, ok := sh.m[s.Key]; !ok && !c.reserve() {
+	old, ok := sh.m[s.Key]
+	var g *guardValues
+	if ok && sameSettings(old.s, s) {
+		g = old.g // a verification's write changes none of them
+	}
+	if !ok && !c.reserve() {
 		if len(sh.m) == 0 {
 			return
 		}
@@ -83,7 +124,10 @@ func (c *keyCache) put(s *StoredKey) {
 			break
 		}
 	}
-	sh.m[s.Key] = s
+	if g == nil {
+		g = newGuardValues(s)
+	}
+	sh.m[s.Key] = remembered{s: s, g: g}
 }
 
 // reserve counts one more key, unless the cache is full.

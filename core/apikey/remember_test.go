@@ -352,3 +352,39 @@ func (c *keyCache) len() int {
 	}
 	return n
 }
+
+// TestGuardValuesFollowSettings checks that the boxed guard values a
+// remembered key carries are reused only while its settings stay the same,
+// and always equal the settings of the key they are remembered with.
+func TestGuardValuesFollowSettings(t *testing.T) {
+	c := newKeyCache(4)
+	w, m1, m2 := int64(3_600_000), int64(1<<40), int64(1<<41)
+	s1 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 1}
+	c.put(s1)
+	_, g1 := c.get("h")
+	s2 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 2}
+	c.put(s2)
+	got, g2 := c.get("h")
+	if got != s2 || g2 != g1 {
+		t.Fatalf("same settings: got key %p guard %p, want %p and the first guard %p", got, g2, s2, g1)
+	}
+	s3 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m2}
+	c.put(s3)
+	_, g3 := c.get("h")
+	if g3 == g1 || g3.max != any(m2) || g3.window != any(w) || g3.key != any("h") || g3.interval != nil || g3.amount != nil {
+		t.Fatalf("changed max: guard %+v, want a new one with max %d", g3, m2)
+	}
+	req := consumeRequest(s3, g3, decide(s3, epoch.UnixMilli(), 1), epoch, 1, requests.Get().(*requestBuf))
+	found := false
+	for _, wh := range req.Where {
+		if wh.Field == "rateLimitMax" {
+			found = true
+			if wh.Value != any(m2) {
+				t.Fatalf("the write guards rateLimitMax = %v, want %d", wh.Value, m2)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("the write does not guard rateLimitMax")
+	}
+}

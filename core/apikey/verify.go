@@ -96,8 +96,8 @@ func afterWrite(ctx context.Context, op string, err error) error {
 
 func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result, error) {
 	if cost > 0 {
-		if s := m.keys.get(hash); s != nil {
-			if r, done, err := m.consumeRemembered(ctx, s, cost); done || err != nil {
+		if s, g := m.keys.get(hash); s != nil {
+			if r, done, err := m.consumeRemembered(ctx, s, g, cost); done || err != nil {
 				return r, err
 			}
 		}
@@ -154,7 +154,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			}
 			return allowed(k), nil
 		}
-		row, ok, err := m.consume(ctx, s, p, now, cost)
+		row, ok, err := m.consume(ctx, s, nil, p, now, cost)
 		switch {
 		case errors.Is(err, core.ErrContention):
 			// The transaction fallback gave up, having rolled back: as good as a miss.
@@ -185,7 +185,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 // was. done == false means nothing was written and the caller must read the
 // key: the write matched nothing, or s calls for a denial, which only a
 // read may confirm.
-func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, cost int64) (r Result, done bool, err error) {
+func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardValues, cost int64) (r Result, done bool, err error) {
 	now := m.now()
 	p := decide(s, now.UnixMilli(), cost)
 	if p.code != "" {
@@ -194,7 +194,7 @@ func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, cost int6
 	if err := ctx.Err(); err != nil {
 		return Result{}, true, err // before the write: nothing spent
 	}
-	row, ok, err := m.consume(ctx, s, p, now, cost)
+	row, ok, err := m.consume(ctx, s, g, p, now, cost)
 	switch {
 	case errors.Is(err, core.ErrContention), err == nil && !ok:
 		return Result{}, false, nil
@@ -210,11 +210,15 @@ func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, cost int6
 	return allowed(k), true, nil
 }
 
-// consume sends the guarded write of consumeRequest.
-func (m *Manager) consume(ctx context.Context, s *StoredKey, p plan, now time.Time, cost int64) (core.Row, bool, error) {
+// consume sends the guarded write of consumeRequest; g, when not nil,
+// holds s's guard values already boxed.
+func (m *Manager) consume(ctx context.Context, s *StoredKey, g *guardValues, p plan, now time.Time, cost int64) (core.Row, bool, error) {
 	b := requests.Get().(*requestBuf)
 	defer b.release()
-	return m.db.IncrementOne(ctx, consumeRequest(s, p, now, cost, b))
+	if g == nil {
+		g = newGuardValues(s)
+	}
+	return m.db.IncrementOne(ctx, consumeRequest(s, g, p, now, cost, b))
 }
 
 // requestBuf holds the where list and maps of a consume request, reused
@@ -251,14 +255,15 @@ func (b *requestBuf) release() {
 // and of concurrent callers that planned the same window reset or refill,
 // only the first matches, since its write makes the step no longer due.
 // Times are compared by ranges or IS NULL, never by equality.
-// The request is built in b, which must be empty.
-func consumeRequest(s *StoredKey, p plan, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
+// The request is built in b, which must be empty, with g holding s's
+// guard values.
+func consumeRequest(s *StoredKey, g *guardValues, p plan, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKey,
 		Where: append(b.where,
-			core.Eq("key", s.Key), core.Eq("enabled", true), core.Eq("rateLimitEnabled", s.RateLimitEnabled),
-			eqOrNull("rateLimitTimeWindow", s.RateLimitTimeWindow), eqOrNull("rateLimitMax", s.RateLimitMax),
-			eqOrNull("refillInterval", s.RefillInterval), eqOrNull("refillAmount", s.RefillAmount)),
+			core.Eq("key", g.key), core.Eq("enabled", true), core.Eq("rateLimitEnabled", s.RateLimitEnabled),
+			eqOrNull("rateLimitTimeWindow", g.window), eqOrNull("rateLimitMax", g.max),
+			eqOrNull("refillInterval", g.interval), eqOrNull("refillAmount", g.amount)),
 		Increment: b.inc,
 		Set:       b.set,
 	}
@@ -315,10 +320,11 @@ func consumeRequest(s *StoredKey, p plan, now time.Time, cost int64, b *requestB
 	return req
 }
 
-// eqOrNull compares an optional integer column with a value, NULL by IS NULL.
-func eqOrNull(field string, v *int64) core.Where {
+// eqOrNull compares an optional integer column with a boxed value (nil for
+// NULL), NULL by IS NULL.
+func eqOrNull(field string, v any) core.Where {
 	if v == nil {
 		return core.IsNull(field)
 	}
-	return core.Eq(field, *v)
+	return core.Eq(field, v)
 }
