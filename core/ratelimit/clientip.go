@@ -25,25 +25,68 @@ const UnknownClient = "unknown"
 // trusted prefix written as IPv4-mapped IPv6 (::ffff:10.0.0.0/104) is
 // compared as its IPv4 prefix (10.0.0.0/8).
 func ClientKey(r *http.Request, trusted []netip.Prefix) string {
-	peer, ok := parseHost(r.RemoteAddr)
+	a, ok := clientAddr(r, trusted, "")
 	if !ok {
 		return UnknownClient
 	}
+	return group(a, 32, 64)
+}
+
+// ClientKey returns the client part of r's key as the middleware built
+// from c computes it: [ClientKey] with c.TrustedProxies, except that the
+// address comes from c.ClientIPHeader when one is named, and clients are
+// grouped by c.IPv4Prefix and c.IPv6Prefix. A [HTTPConfig.Key] function
+// can call it to combine the client's address with something else, such
+// as r.Pattern. It does not validate c; [Middleware] does.
+func (c HTTPConfig) ClientKey(r *http.Request) string {
+	a, ok := clientAddr(r, c.TrustedProxies, c.ClientIPHeader)
+	if !ok {
+		return UnknownClient
+	}
+	return group(a, prefixOr(c.IPv4Prefix, 32), prefixOr(c.IPv6Prefix, 64))
+}
+
+func prefixOr(bits, def int) int {
+	if bits == 0 {
+		return def
+	}
+	return bits
+}
+
+// clientAddr returns the client's address: the peer's, or, when the peer
+// is trusted, the one its proxy reports, in header when it is named (the
+// last value, the one the nearest proxy wrote; the peer's own address when
+// the header is absent) and in X-Forwarded-For otherwise (see [ClientKey]).
+// It reports false when no usable address is where the client's should be.
+func clientAddr(r *http.Request, trusted []netip.Prefix, header string) (netip.Addr, bool) {
+	peer, ok := parseHost(r.RemoteAddr)
+	if !ok || !isTrusted(peer, trusted) {
+		return peer, ok
+	}
+	if header != "" {
+		vals := r.Header.Values(header)
+		if len(vals) == 0 {
+			return peer, true
+		}
+		last := vals[len(vals)-1]
+		if i := strings.LastIndexByte(last, ','); i >= 0 {
+			last = last[i+1:]
+		}
+		return parseHost(strings.TrimSpace(last))
+	}
 	addr := peer
-	if isTrusted(peer, trusted) {
-		hops := forwardedFor(r)
-		for i := len(hops) - 1; i >= 0; i-- {
-			a, ok := parseHost(hops[i])
-			if !ok {
-				return UnknownClient
-			}
-			addr = a
-			if !isTrusted(a, trusted) {
-				break
-			}
+	hops := forwardedFor(r)
+	for i := len(hops) - 1; i >= 0; i-- {
+		a, ok := parseHost(hops[i])
+		if !ok {
+			return a, false
+		}
+		addr = a
+		if !isTrusted(a, trusted) {
+			break
 		}
 	}
-	return group(addr)
+	return addr, true
 }
 
 // forwardedFor returns every X-Forwarded-For hop, left to right, across
@@ -111,10 +154,16 @@ func normalPrefix(p netip.Prefix) (netip.Prefix, error) {
 	return p.Masked(), nil
 }
 
-func group(a netip.Addr) string {
-	if a.Is4() {
+// group returns a as a key: an IPv4 address as itself when v4 is 32, and
+// otherwise the prefix of v4 (IPv4) or v6 (IPv6) bits that holds it.
+func group(a netip.Addr, v4, v6 int) string {
+	if a.Is4() && v4 == 32 {
 		return a.String()
 	}
-	p, _ := a.Prefix(64)
+	bits := v6
+	if a.Is4() {
+		bits = v4
+	}
+	p, _ := a.Prefix(bits)
 	return p.String()
 }

@@ -35,13 +35,20 @@ const StatusClientClosedRequest = 499
 // X-Retry-After when b.RetryAfter > 0, then b.Status and b as JSON.
 // Headers set on w before the call (RateLimit-*, WWW-Authenticate) are kept.
 func Write(w http.ResponseWriter, b Body) {
-	h := w.Header()
-	h.Set("Content-Type", "application/json")
 	if b.RetryAfter > 0 {
 		secs := strconv.FormatInt(b.RetryAfter, 10)
+		h := w.Header()
 		h.Set("Retry-After", secs)
 		h.Set("X-Retry-After", secs)
 	}
+	WriteBody(w, b)
+}
+
+// WriteBody answers b as Write does but sets no Retry-After header, for a
+// caller that chose its headers itself: Content-Type application/json,
+// then b.Status and b as JSON.
+func WriteBody(w http.ResponseWriter, b Body) {
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(b.Status)
 	_ = json.NewEncoder(w).Encode(b)
 }

@@ -1,0 +1,108 @@
+package ratelimit_test
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"time"
+
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+// Key counts each API key apart, wherever its requests come from; a
+// request without one is refused (500) rather than let through.
+func ExampleHTTPConfig_key() {
+	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
+	mw, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+		Limiter: limiter,
+		Default: ratelimit.Rule{Window: time.Minute, Max: 1},
+		Key: func(r *http.Request) (string, error) {
+			k := r.Header.Get("X-API-Key")
+			if k == "" {
+				return "", errors.New("no API key") // in real code, authenticate first
+			}
+			return "apikey:" + k, nil
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	for _, k := range []string{"alpha", "alpha", "beta", ""} {
+		r := httptest.NewRequest("GET", "/any/path", nil)
+		r.Header.Set("X-API-Key", k)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Printf("%q %d\n", k, w.Code)
+	}
+	// Output:
+	// "alpha" 200
+	// "alpha" 429
+	// "beta" 200
+	// "" 500
+}
+
+// A Key built from the client's address and the ServeMux pattern (Go
+// 1.22+) counts /users/1 and /users/2 as one route. The middleware wraps
+// the handlers registered on the mux, where r.Pattern is set.
+func ExampleHTTPConfig_ClientKey() {
+	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
+	cfg := ratelimit.HTTPConfig{
+		Limiter:        limiter,
+		Default:        ratelimit.Rule{Window: time.Minute, Max: 1},
+		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
+		ClientIPHeader: "X-Real-IP",
+	}
+	cfg.Key = func(r *http.Request) (string, error) { return cfg.ClientKey(r) + " " + r.Pattern, nil }
+	mw, err := ratelimit.Middleware(cfg)
+	if err != nil {
+		panic(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /users/{id}", mw(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})))
+	for _, p := range []string{"/users/1", "/users/2"} {
+		r := httptest.NewRequest("GET", p, nil)
+		r.RemoteAddr = "10.0.0.5:40000" // the proxy
+		r.Header.Set("X-Real-IP", "203.0.113.7")
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, r)
+		fmt.Println(p, w.Code, cfg.ClientKey(r))
+	}
+	// Output:
+	// /users/1 200 203.0.113.7
+	// /users/2 429 203.0.113.7
+}
+
+func ExampleHeaderStyle() {
+	for _, style := range []ratelimit.HeaderStyle{ratelimit.HeadersDefault, ratelimit.HeadersIETF, ratelimit.HeadersNone} {
+		limiter, _ := ratelimit.New(ratelimit.Memory(1000))
+		mw, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+			Limiter: limiter,
+			Default: ratelimit.Rule{Window: time.Minute, Max: 100},
+			Headers: style,
+		})
+		if err != nil {
+			panic(err)
+		}
+		w := httptest.NewRecorder()
+		mw(http.NotFoundHandler()).ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+		fmt.Printf("%s: limit=%q remaining=%q ratelimit-policy=%q\n", style,
+			w.Header().Get("RateLimit-Limit"), w.Header().Get("RateLimit-Remaining"), w.Header().Get("RateLimit-Policy"))
+	}
+	// Output:
+	// Default: limit="100" remaining="99" ratelimit-policy=""
+	// IETF: limit="" remaining="" ratelimit-policy="\"default\";q=100;w=60"
+	// None: limit="" remaining="" ratelimit-policy=""
+}
+
+func ExampleParseRules() {
+	paths, err := ratelimit.ParseRules(map[string]string{"/sign-in/*": "3/10s", "/api/*": "100-M", "/health": "unlimited"})
+	fmt.Println(paths["/sign-in/*"], paths["/api/*"], paths["/health"] == ratelimit.Unlimited, err)
+	_, err = ratelimit.ParseRules(map[string]string{"/x": "lots"})
+	fmt.Println(err)
+	// Output:
+	// 3/10s 100-M true <nil>
+	// ratelimit: invalid request: ParseRules: ["/x"]: rule "lots": want a count and a window, such as "100-M" or "5/30s"
+}
