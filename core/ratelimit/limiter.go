@@ -22,6 +22,17 @@ const (
 	// its own time, as Better Auth does, so the window measures idle time.
 	// Use it to share a rateLimit table with a Better Auth deployment.
 	BetterAuthWindow
+	// SlidingWindow: the weighted two-window counter. A request is admitted
+	// when the count of the current fixed window plus the previous
+	// window's count, weighted by how much of the previous window the last
+	// Window still covers, leaves room for it: no burst of 2×Max across a
+	// window boundary. See "Sliding windows" in the package documentation.
+	SlidingWindow
+	// GCRA: the generic cell rate algorithm (a token bucket), one stored
+	// theoretical arrival time per key: Max units per Window, spaced
+	// Window/Max apart, with bursts of up to Max. See "GCRA" in the
+	// package documentation.
+	GCRA
 )
 
 // DefaultMaxAttempts is how many times a request may lose a race (a guarded
@@ -119,7 +130,7 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 		return nil, invalidf("New: nil storage (%T)", s)
 	case o.clock == nil:
 		return nil, invalidf("New: nil clock")
-	case o.mode != FixedWindow && o.mode != BetterAuthWindow:
+	case o.mode > GCRA:
 		return nil, invalidf("New: unknown mode %d", o.mode)
 	case o.attempts < 1:
 		return nil, invalidf("New: max attempts %d must be at least 1", o.attempts)
@@ -131,6 +142,12 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	ds, isDB := s.(*dbStorage)
 	if o.combine && !isDB {
 		return nil, invalidf("New: WithWriteCombining needs Database storage")
+	}
+	if o.combine && o.mode != FixedWindow && o.mode != BetterAuthWindow {
+		return nil, invalidf("New: WithWriteCombining counts fixed windows; it does not serve %v", o.mode)
+	}
+	if err := servesMode(s, o.mode); err != nil {
+		return nil, err
 	}
 	if err := s.check(o.mode); err != nil {
 		return nil, err
@@ -190,14 +207,14 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 		err error
 	)
 	if cost == 0 || cost > rule.Max {
-		st, err = l.store.peek(ctx, key, rule, now)
+		st, err = l.peek(ctx, key, rule, now)
 		if cost > rule.Max {
 			st.allowed = false
 		}
 	} else if l.comb != nil {
 		st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 	} else {
-		st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
+		st, err = l.consume(ctx, key, rule, cost, now)
 	}
 	if err != nil {
 		open := l.failOpen && outage(ctx, err)
