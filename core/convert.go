@@ -137,13 +137,16 @@ func fromStorage(f Field, v any) (any, error) {
 		}
 		return toInt64(v)
 	case TypeBool:
+		if _, ok := v.(bool); ok {
+			return v, nil
+		}
 		return toBool(v)
 	case TypeTime:
 		return ParseTime(v)
 	case TypeString:
 		switch x := v.(type) {
 		case string:
-			return x, nil
+			return v, nil // already a string: no new boxing
 		case []byte:
 			return string(x), nil
 		}
@@ -201,7 +204,7 @@ func toStorage(f Field, v any) (any, error) {
 			if err := storableString(s); err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)
 			}
-			return s, nil
+			return v, nil // the caller's boxed string: no new boxing
 		}
 	case TypeBool:
 		if b, ok := v.(bool); ok {

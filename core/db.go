@@ -7,6 +7,7 @@ import (
 	"math"
 	"reflect"
 	"slices"
+	"sync"
 )
 
 // DB is the portable handle that users and the algorithms call, as
@@ -20,6 +21,25 @@ type DB struct {
 	native  Incrementer // nil: use the fallback
 	txr     Transactor  // nil: no transactions
 	inTx    bool        // bound to a transaction (made by InTx)
+	owned   bool        // the adapter's records are DB's to reuse (RecordOwner)
+}
+
+// RecordOwner is implemented by an adapter whose records are new maps that
+// nothing else refers to once returned, such as maps made for each row it
+// reads. [DB] then turns each record into its [Row] in place, keyed by
+// field names and typed, instead of copying it into a new map. An adapter
+// that hands out maps it keeps (a cache, an in-memory table) must not
+// implement it, or must return false.
+type RecordOwner interface {
+	// RecordsOwned reports whether every record the adapter returns is the
+	// caller's to modify.
+	RecordsOwned() bool
+}
+
+// ownsRecords reports whether a's records are DB's to reuse.
+func ownsRecords(a Adapter) bool {
+	o, ok := a.(RecordOwner)
+	return ok && o.RecordsOwned()
 }
 
 type options struct {
@@ -67,7 +87,7 @@ func New(a Adapter, opts ...Option) (*DB, error) {
 			return nil, err
 		}
 	}
-	db := &DB{adapter: a, schema: s}
+	db := &DB{adapter: a, schema: s, owned: ownsRecords(a)}
 	db.txr, _ = a.(Transactor)
 	if inc, ok := a.(Incrementer); ok && !o.forceFallbck {
 		db.native = inc
@@ -125,13 +145,12 @@ type IncrementRequest struct {
 // See [Incrementer] for the contract and the fallback.
 func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, ok bool, err error) {
 	const op = "IncrementOne"
-	// One allocation holds the mapped request of a usual size: the where
-	// clauses, deltas and assignments the adapter receives.
-	s := new(struct {
-		where [6]Where
-		inc   [2]Delta
-		set   [6]Assignment
-	})
+	// The mapped request of a usual size (the where clauses, deltas and
+	// assignments the adapter receives) lives in a pooled buffer, reused
+	// once IncrementOne returns: an adapter keeps no slice DB passes it
+	// beyond the call.
+	s := incBuffers.Get().(*incBuffer)
+	defer s.release()
 	t, where, err := db.prepareInto(op, req.Model, req.Where, s.where[:0])
 	if err != nil {
 		return nil, false, err
@@ -165,6 +184,22 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 		rec, err = db.fallbackIncrement(ctx, t, where, inc, set)
 	}
 	return db.result(op, t, rec, err)
+}
+
+// incBuffer holds IncrementOne's mapped request of a usual size.
+type incBuffer struct {
+	where [6]Where
+	inc   [2]Delta
+	set   [6]Assignment
+}
+
+var incBuffers = sync.Pool{New: func() any { return new(incBuffer) }}
+
+// release clears the buffer, so that the pool holds no caller's values,
+// and returns it to the pool.
+func (s *incBuffer) release() {
+	*s = incBuffer{}
+	incBuffers.Put(s)
 }
 
 // Create inserts a row. Fields left out take the schema's defaults; a
@@ -334,7 +369,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 // otherwise the fallback runs directly in the transaction, whose guarded
 // write never needs undoing, and InTx refuses to nest.
 func (db *DB) bind(tx Adapter) *DB {
-	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true}
+	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true, owned: ownsRecords(tx)}
 	if nested, ok := tx.(Transactor); ok {
 		inner.txr = nested
 	}
@@ -472,7 +507,13 @@ func (db *DB) result(op string, t *Table, rec Record, err error) (Row, bool, err
 	return row, true, nil
 }
 
+// convertRow types a record and keys it by field names: in the record
+// itself when the adapter hands it over (see [RecordOwner]), in a new Row
+// otherwise.
 func (db *DB) convertRow(t *Table, rec Record) (Row, error) {
+	if db.owned && len(t.Columns) <= maxInPlace {
+		return convertInPlace(t, rec)
+	}
 	row := make(Row, len(t.Columns))
 	for _, c := range t.Columns {
 		v, err := fromStorage(c.Field, rec[c.Name])
@@ -482,6 +523,29 @@ func (db *DB) convertRow(t *Table, rec Record) (Row, error) {
 		row[c.Field.Name] = v
 	}
 	return row, nil
+}
+
+// maxInPlace bounds the columns convertInPlace holds on the stack.
+const maxInPlace = 32
+
+// convertInPlace converts every value first, so that a failure leaves rec
+// as it was, then rekeys rec: clearing a map keeps its storage, and as
+// many entries as it held fit again without allocating.
+func convertInPlace(t *Table, rec Record) (Row, error) {
+	var buf [maxInPlace]any
+	vals := buf[:len(t.Columns)]
+	for i, c := range t.Columns {
+		v, err := fromStorage(c.Field, rec[c.Name])
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %w", c.Name, err)
+		}
+		vals[i] = v
+	}
+	clear(rec)
+	for i, c := range t.Columns {
+		rec[c.Field.Name] = vals[i]
+	}
+	return Row(rec), nil
 }
 
 // sortedKeys appends m's keys to buf, sorted: with a caller's array as buf

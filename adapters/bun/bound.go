@@ -2,12 +2,10 @@ package sluicebun
 
 import (
 	"reflect"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/uptrace/bun"
+
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 )
 
 // hooksField locates bun.DB's list of query hooks, which bun does not
@@ -30,47 +28,6 @@ func hasHooks(db *bun.DB) bool {
 	return reflect.ValueOf(db).Elem().FieldByIndex(hooksField).Len() > 0
 }
 
-// dollarCache maps the engine's statements, written with ? placeholders
-// for bun, to PostgreSQL's $1, $2, …. The engine caches its statements by
-// shape, so the set is small; the cap only guards against a caller who
-// sends endless distinct text through the executor.
-var (
-	dollarCache sync.Map
-	dollarCount atomic.Int64
-)
-
-const dollarCacheMax = 4096
-
 // dollars rewrites each ? outside quoted identifiers and string literals
-// as $n.
-func dollars(query string) string {
-	if v, ok := dollarCache.Load(query); ok {
-		return v.(string)
-	}
-	var b strings.Builder
-	b.Grow(len(query) + 16)
-	n := 0
-	var quote byte
-	for i := 0; i < len(query); i++ {
-		c := query[i]
-		switch {
-		case quote != 0:
-			if c == quote {
-				quote = 0 // a doubled quote closes and reopens: same result
-			}
-		case c == '"' || c == '\'':
-			quote = c
-		case c == '?':
-			n++
-			b.WriteByte('$')
-			b.WriteString(strconv.Itoa(n))
-			continue
-		}
-		b.WriteByte(c)
-	}
-	out := b.String()
-	if dollarCount.Add(1) <= dollarCacheMax {
-		dollarCache.Store(query, out)
-	}
-	return out
-}
+// as $n: bun's placeholders for PostgreSQL's (see [sluicesql.Dollars]).
+func dollars(query string) string { return sluicesql.Dollars(query) }

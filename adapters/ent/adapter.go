@@ -140,12 +140,17 @@ func txUnwrap(x sluicesql.Executor) any {
 	return x
 }
 
-// conn runs statements through ent's Exec and Query. On its own it is the
-// caller's transaction, which the engine joins and never ends.
+// conn runs statements through ent's Exec and Query, or, for ent's own
+// unwrapped driver and transaction, straight on the database/sql pool or
+// transaction they would hand them to (see direct.go). On its own it is
+// the caller's transaction, which the engine joins and never ends.
 type conn struct{ q dialect.ExecQuerier }
 
 // Exec runs a statement that returns no rows.
 func (c conn) Exec(ctx context.Context, query string, args ...any) (entsql.Result, error) {
+	if ex := plain(ctx, c.q); ex != nil {
+		return ex.ExecContext(ctx, query, args...)
+	}
 	var res entsql.Result
 	if err := c.q.Exec(ctx, query, args, &res); err != nil {
 		return nil, err
@@ -155,6 +160,13 @@ func (c conn) Exec(ctx context.Context, query string, args ...any) (entsql.Resul
 
 // Query runs a statement that returns rows.
 func (c conn) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
+	if ex := plain(ctx, c.q); ex != nil {
+		rows, err := ex.QueryContext(ctx, query, args...)
+		if err != nil {
+			return nil, err // not a nil *sql.Rows in a non-nil interface
+		}
+		return rows, nil
+	}
 	rows := new(entsql.Rows)
 	if err := c.q.Query(ctx, query, args, rows); err != nil {
 		return nil, err

@@ -18,6 +18,11 @@
 // (the driver's Tx).
 // So a dialect.DebugDriver, or any tracing or metrics wrapper around the
 // driver, sees every statement sluice runs, its transactions included.
+// On ent's own *entsql.Driver, unwrapped, nothing but database/sql would
+// see them: there the adapter runs each statement on the driver's
+// *sql.DB (or its transaction's *sql.Tx) itself, as the driver would, and
+// saves ent's per-statement boxing; a context carrying session variables
+// (entsql.WithVar) still goes through the driver, which sets them.
 //
 // To run sluice inside a transaction of your own, start it on the driver
 // (tx, err := drv.Tx(ctx)) and bind an adapter to it with [Adapter.WithTx]

@@ -48,11 +48,12 @@ func New(db *gorm.DB) (*Adapter, error) {
 	// NewDB drops whatever the caller chained (Model, Where, Table, ...)
 	// while keeping the connection pool or transaction, logger and plugins.
 	db = db.Session(&gorm.Session{NewDB: true})
-	var x sluicesql.Executor = pool{executor{db}}
+	base := executor{db: db, dollar: d == sluicesql.Postgres}
+	var x sluicesql.Executor = pool{base}
 	if inTx(db) {
 		// The caller's transaction: the engine nests in it with savepoints
 		// and never commits or rolls it back.
-		x = executor{db}
+		x = base
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
@@ -97,10 +98,18 @@ func inTx(db *gorm.DB) bool {
 
 // executor runs the engine's statements with db.Exec and db.Raw(...).Rows(),
 // through gorm's Raw and Row callbacks: gorm's logger and plugins see every
-// statement, and gorm turns each ? into its dialect's bind variable.
-type executor struct{ db *gorm.DB }
+// statement, and gorm turns each ? into its dialect's bind variable. When
+// those chains hold only gorm's defaults, it does what they would do
+// itself, logger included (see direct.go).
+type executor struct {
+	db     *gorm.DB
+	dollar bool // PostgreSQL: gorm's bind variables are $1, $2, …
+}
 
 func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
+	if direct(e.db, false) {
+		return e.execDirect(ctx, query, args)
+	}
 	r := e.db.WithContext(ctx).Exec(query, args...)
 	if r.Error != nil {
 		return nil, r.Error
@@ -109,6 +118,9 @@ func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Resu
 }
 
 func (e executor) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
+	if direct(e.db, true) {
+		return e.queryDirect(ctx, query, args)
+	}
 	rows, err := e.db.WithContext(ctx).Raw(query, args...).Rows()
 	if err != nil {
 		return nil, err // not a nil *sql.Rows in a non-nil interface
@@ -131,7 +143,7 @@ func (p pool) Begin(ctx context.Context) (sluicesql.Tx, error) {
 	if !ok || c == nil {
 		return nil, fmt.Errorf("sluicegorm: gorm's Begin returned a %T, not a transaction", tx.Statement.ConnPool)
 	}
-	return txExecutor{executor{tx.Session(&gorm.Session{NewDB: true})}, c}, nil
+	return txExecutor{executor{db: tx.Session(&gorm.Session{NewDB: true}), dollar: p.dollar}, c}, nil
 }
 
 // txExecutor is a transaction the engine began. Commit and Rollback go to

@@ -21,7 +21,14 @@
 // adapter, handed gorm's way of running a statement: db.Exec and
 // db.Raw(...).Rows(), with ? placeholders that gorm binds for its
 // dialect. So gorm's logger, callbacks and plugins see every statement,
-// with its arguments. The engine owns the rest, the same on every ORM:
+// with its arguments. When gorm's Raw and Row chains hold nothing but
+// gorm's own default callbacks (no plugin such as otelgorm or dbresolver,
+// no callback of yours, no DryRun or DefaultContextTimeout), the adapter
+// does what those callbacks would, without building a gorm Statement: the
+// statement, in gorm's bind variables, goes to the same connection pool or
+// transaction, and gorm's logger is traced exactly as gorm traces it. A
+// callback registered later is honoured from the next statement on.
+// The engine owns the rest, the same on every ORM:
 // statements per dialect (one guarded UPDATE … RETURNING for IncrementOne
 // on PostgreSQL and SQLite, a short locking transaction on MySQL and
 // MariaDB), savepoints, retries of deadlocks and serialization failures,

@@ -1,15 +1,19 @@
 package sluicepgx
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
@@ -119,7 +123,7 @@ func (e executor) Query(ctx context.Context, query string, args ...any) (sluices
 	if err != nil {
 		return nil, err
 	}
-	return rows{r}, nil
+	return newRows(r), nil
 }
 
 // beginner is an executor on a pool or connection, where sluice begins its
@@ -154,52 +158,117 @@ func (result) LastInsertId() (int64, error) {
 	return 0, errors.New("sluicepgx: LastInsertId is not supported by PostgreSQL; use RETURNING")
 }
 
-// rows adapts pgx.Rows to the engine's Rows.
-type rows struct{ pgx.Rows }
+// rows adapts pgx.Rows to the engine's Rows. One comes from a pool for
+// each query and goes back when the engine closes it, with the column
+// names it keeps for the next query.
+type rows struct {
+	pgx.Rows
+	names []string
+}
 
-func (r rows) Columns() ([]string, error) {
+var rowsPool = sync.Pool{New: func() any { return new(rows) }}
+
+func newRows(r pgx.Rows) *rows {
+	w := rowsPool.Get().(*rows)
+	w.Rows = r
+	return w
+}
+
+// Columns returns the column names, valid until Close.
+func (r *rows) Columns() ([]string, error) {
 	fds := r.FieldDescriptions()
 	if fds == nil {
 		return nil, r.Err()
 	}
-	names := make([]string, len(fds))
-	for i, fd := range fds {
-		names[i] = fd.Name
+	names := r.names[:0]
+	for _, fd := range fds {
+		names = append(names, fd.Name)
 	}
+	r.names = names
 	return names, nil
 }
 
-// Scan scans like pgx, then turns what pgx decodes into an *any and core
-// does not read into a form it does: times into UTC (pgx gives timestamptz
-// in the local zone), and pgtype values such as Numeric into their
-// driver.Value (text for a numeric). bigint, text and boolean arrive as
-// int64, string and bool already.
-func (r rows) Scan(dest ...any) error {
-	if err := r.Rows.Scan(dest...); err != nil {
-		return err
-	}
+// Scan reads the row into *any destinations the way pgx's Values decodes
+// it, without Values' slice and with the usual types decoded directly:
+// bigint, integer and smallint as int64, int32 and int16, boolean as bool,
+// text and varchar as string. Other types go through pgx's codec, as Values does.
+// Then what pgx decodes and core does not read is put in a form it does:
+// times into UTC (pgx gives timestamptz in the local zone), and pgtype
+// values such as Numeric into their driver.Value (text for a numeric).
+// Destinations of other types are scanned by pgx itself.
+func (r *rows) Scan(dest ...any) error {
+	fds := r.FieldDescriptions()
+	raw := r.RawValues()
+	direct := len(dest) == len(fds) && len(raw) == len(fds)
 	for _, d := range dest {
-		p, ok := d.(*any)
-		if !ok {
-			continue
+		if _, ok := d.(*any); !ok {
+			direct = false
+			break
 		}
-		switch v := (*p).(type) {
+	}
+	if !direct {
+		return r.Rows.Scan(dest...)
+	}
+	for i, d := range dest {
+		v, err := r.decode(&fds[i], raw[i])
+		if err != nil {
+			return err
+		}
+		switch x := v.(type) {
 		case time.Time:
-			*p = v.UTC()
+			v = x.UTC()
 		case driver.Valuer:
-			x, err := v.Value()
-			if err != nil {
+			if v, err = x.Value(); err != nil {
 				return err
 			}
-			*p = x
 		}
+		*d.(*any) = v
 	}
 	return nil
 }
 
+// decode turns one column's bytes into the value pgx's Values gives.
+func (r *rows) decode(fd *pgconn.FieldDescription, src []byte) (any, error) {
+	if src == nil {
+		return nil, nil
+	}
+	switch fd.DataTypeOID {
+	case pgtype.TextOID, pgtype.VarcharOID, pgtype.BPCharOID, pgtype.NameOID:
+		return string(src), nil // the same bytes in both formats
+	}
+	if fd.Format == pgx.BinaryFormatCode {
+		switch {
+		case fd.DataTypeOID == pgtype.Int8OID && len(src) == 8:
+			return int64(binary.BigEndian.Uint64(src)), nil
+		case fd.DataTypeOID == pgtype.Int4OID && len(src) == 4:
+			return int32(binary.BigEndian.Uint32(src)), nil
+		case fd.DataTypeOID == pgtype.Int2OID && len(src) == 2:
+			return int16(binary.BigEndian.Uint16(src)), nil
+		case fd.DataTypeOID == pgtype.BoolOID && len(src) == 1:
+			return src[0] == 1, nil
+		}
+	}
+	m := r.Conn().TypeMap()
+	if dt, ok := m.TypeForOID(fd.DataTypeOID); ok {
+		return dt.Codec.DecodeValue(m, fd.DataTypeOID, fd.Format, src)
+	}
+	if fd.Format == pgx.TextFormatCode {
+		return string(src), nil
+	}
+	return bytes.Clone(src), nil
+}
+
 // Close closes the rows and returns the query's error, if any: pgx reports
-// a failed query only once its rows are closed.
-func (r rows) Close() error {
+// a failed query only once its rows are closed. The wrapper then goes back
+// to the pool: the engine closes each rows once and uses it no more.
+func (r *rows) Close() error {
+	if r.Rows == nil {
+		return nil
+	}
 	r.Rows.Close()
-	return r.Err()
+	err := r.Err()
+	clear(r.names)
+	r.Rows, r.names = nil, r.names[:0]
+	rowsPool.Put(r)
+	return err
 }

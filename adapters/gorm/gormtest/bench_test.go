@@ -15,6 +15,7 @@ import (
 	sluicegorm "github.com/sluice-go/sluice/adapters/gorm"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -42,6 +43,35 @@ func BenchmarkIncrementOne(b *testing.B) {
 				}
 				for _, g := range []int{1, 32} {
 					b.Run(fmt.Sprintf("%s/g%d", name, g), func(b *testing.B) { env.run(b, keys, g) })
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLimiter is one allowed rate-limit decision (ratelimit.Limiter.
+// Consume on database storage) through this adapter on one hot key: compare
+// its allocs/op with the engine's (adapters/sql/sqltest) and the
+// hand-written floor's.
+//
+//	go test -run '^$' -bench Limiter -benchmem
+func BenchmarkLimiter(b *testing.B) {
+	for _, bk := range backends()[:3] {
+		b.Run(bk.name, func(b *testing.B) {
+			env := newBenchEnv(b, bk)
+			lim, err := ratelimit.New(ratelimit.Database(env.db))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			rule := ratelimit.Rule{Window: time.Hour, Max: benchMax}
+			if _, err := lim.Consume(ctx, "hot", rule); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if d, err := lim.Consume(ctx, "hot", rule); err != nil || !d.Allowed {
+					b.Fatal(d, err)
 				}
 			}
 		})
