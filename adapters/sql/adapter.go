@@ -32,13 +32,15 @@ var (
 	_ core.Transactor    = (*Adapter)(nil)
 	_ core.Unwrapper     = (*Adapter)(nil)
 	_ core.SchemaChecker = (*Adapter)(nil)
+	_ core.RecordOwner   = (*Adapter)(nil)
 )
 
 // engine holds what every adapter derived from one New shares.
 type engine struct {
 	opts     Options
 	features Features
-	dollar   bool // $n placeholders
+	dollar   bool         // $n placeholders
+	mysql    atomic.Int32 // MySQL: what the executor does, found at New (mysql_literal.go)
 
 	stmts   atomic.Pointer[map[string]string] // shape → statement text
 	stmtsMu sync.Mutex                        // serialises additions to stmts
@@ -92,6 +94,11 @@ func New(ctx context.Context, exec Executor, opts Options) (*Adapter, error) {
 }
 
 func (e *engine) name() string { return e.opts.Name }
+
+// RecordsOwned reports that every record the adapter returns is a map made
+// for that row alone, which core.DB may turn into its Row in place (see
+// [core.RecordOwner]).
+func (a *Adapter) RecordsOwned() bool { return true }
 
 // Dialect returns the adapter's dialect.
 func (a *Adapter) Dialect() Dialect { return a.e.features.Dialect }

@@ -18,10 +18,16 @@ import (
 // re-evaluates on the locked row, so a concurrent change makes it move to
 // the next match rather than miss.
 //
-// MySQL and MariaDB have no UPDATE … RETURNING: one transaction locks the
-// first match with SELECT … FOR UPDATE, updates it by primary key (guard
-// repeated) and reads it back. Rows-affected is never consulted, so the
-// DSN's clientFoundRows does not matter. A deadlock victim is retried.
+// MySQL and MariaDB have no UPDATE … RETURNING. Outside a transaction an
+// optimistic attempt runs first (see incrementOptimistic): one autocommit
+// read of the first match and one UPDATE guarded on every column as read,
+// two round trips; its rows-affected count decides, and a miss, whatever
+// the DSN's clientFoundRows, falls back to the locking path. The locking
+// path, and the only path inside a transaction, locks the first match with
+// SELECT … FOR UPDATE and updates it by primary key: BEGIN, two
+// statements, COMMIT (the two statements alone in a transaction). Values
+// are written into the statements when the executor would otherwise
+// prepare each (see mysql_literal.go). A deadlock victim is retried.
 //
 // An increment that would overflow int64 fails with core.ErrInvalid and
 // writes nothing, on every dialect.
@@ -30,6 +36,12 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 		return nil, fmt.Errorf("%w: IncrementOne on %s: nothing to increment or set", core.ErrInvalid, t.Name)
 	}
 	if a.e.features.Dialect == MySQL {
+		if !a.inTx {
+			rec, done, err := a.incrementOptimistic(ctx, t, where, inc, set)
+			if done || err != nil {
+				return rec, err
+			}
+		}
 		return a.incrementLocked(ctx, t, where, inc, set)
 	}
 	single := t.SelectsOne(where)
@@ -102,8 +114,12 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 		b.ident(pk)
 		b.write(" LIMIT 1 FOR UPDATE")
 	})
+	lock, largs, err := a.inlined(lock, largs)
+	if err != nil {
+		return nil, err
+	}
 	var out core.Record
-	err := a.writeTx(ctx, func(tx *Adapter) error {
+	err = a.writeTx(ctx, func(tx *Adapter) error {
 		out = nil
 		row, err := tx.queryOne(ctx, lock, largs)
 		if err != nil || row == nil {
@@ -123,6 +139,10 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 			b.assignments(inc, set)
 			b.where(byPK)
 		})
+		q, args, err = tx.inlined(q, args)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.exec(ctx, q, args); err != nil {
 			return err
 		}

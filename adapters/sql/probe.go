@@ -53,7 +53,10 @@ func (a *Adapter) probe(ctx context.Context) error {
 		}
 		f.MariaDB = strings.Contains(strings.ToLower(version), "mariadb")
 		f.InsertReturning = f.MariaDB && atLeast(version, 10, 5)
-		return a.checkMySQLTimes(ctx)
+		if err := a.checkMySQLTimes(ctx); err != nil {
+			return err
+		}
+		a.probeMySQL(ctx)
 	}
 	return nil
 }

@@ -234,7 +234,38 @@ func (c *combiner) decide(ctx context.Context, lk lineKey, ws []*waiter, attempt
 		if mode == BetterAuthWindow {
 			inc.Set = map[string]any{"lastRequest": now}
 		}
-		row, ok, err := c.s.db.IncrementOne(ctx, inc)
+		var (
+			row core.Row
+			ok  bool
+			err error
+		)
+		// With a native IncrementValue (MySQL) the claim needs the new
+		// count alone when the window's start is known: the guard on
+		// lastRequest equal to it proves it (see dbStorage.starts).
+		start, startKnown := last, known
+		if !startKnown && mode != BetterAuthWindow {
+			start, startKnown = c.s.start(lk.key, now, w)
+		}
+		if value := c.s.db.NativeValueIncrement(); value && (startKnown || mode == BetterAuthWindow) {
+			if mode != BetterAuthWindow {
+				inc.Where[1] = core.Eq("lastRequest", start)
+			}
+			var n int64
+			n, ok, err = c.s.db.IncrementValue(ctx, inc)
+			if ok {
+				if mode == BetterAuthWindow {
+					start = now
+				}
+				row = core.Row{"count": n, "lastRequest": start}
+			} else if err == nil && mode != BetterAuthWindow {
+				c.s.forget(lk.key)
+			}
+		} else {
+			row, ok, err = c.s.db.IncrementOne(ctx, inc)
+			if ok && value {
+				c.s.remember(lk.key, row.Int("lastRequest"), w, now)
+			}
+		}
 		switch {
 		case lostRace(err):
 			known = false
@@ -269,6 +300,7 @@ func (c *combiner) decide(ctx context.Context, lk lineKey, ws []*waiter, attempt
 		}
 		if ok && now-row.Int("lastRequest") < w {
 			count, last, known = row.Int("count"), row.Int("lastRequest"), true
+			c.s.remember(lk.key, last, w, now)
 			continue
 		}
 		// No live window: the first caller opens one on the ordinary path,

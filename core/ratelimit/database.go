@@ -20,11 +20,22 @@ import (
 // rateLimit model, and refuses to decide (with an error wrapping
 // core.ErrSchema, never admitted under WithFailOpen) on a table without
 // the unique key that keeps it exact; see [Limiter.CheckSchema].
-func Database(db *core.DB) Storage { return &dbStorage{db: db, gate: make(chan struct{}, 1)} }
+func Database(db *core.DB) Storage {
+	return &dbStorage{db: db, gate: make(chan struct{}, 1),
+		starts: newBoundedMap(maxRememberedStarts, func(w window) int64 { return w.end })}
+}
 
 type dbStorage struct {
 	db      *core.DB
 	keySize int // the key column's length; 0 for unbounded
+
+	// starts remembers, when db answers IncrementValue natively, the
+	// start of each key's live window as this process last saw it stored.
+	// The in-window increment then guards on lastRequest equal to it: a
+	// match proves the start, so the decision needs the new count alone,
+	// which IncrementValue returns in one round trip on MySQL. A miss, or a
+	// key not remembered, reads the row and decides on it as before.
+	starts *boundedMap[window]
 
 	// The schema check runs until it first succeeds, one caller at a time:
 	// gate is the lock, taken with the caller's context so that a hung
@@ -91,35 +102,75 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 		return state{}, err
 	}
 	w := rule.Window.Milliseconds()
-	for range attempts {
+	// value: the adapter answers the new count alone, in fewer round trips
+	// than the row (MySQL); the window's start then comes from starts.
+	value := s.db.NativeValueIncrement()
+	var start int64 // the start of the live window, when known
+	known := false
+	if value && m != BetterAuthWindow {
+		start, known = s.start(key, now, w)
+	}
+	for i := 0; i < attempts; {
 		if err := ctx.Err(); err != nil {
 			return state{}, err
 		}
 		// The in-window increment first: in steady state it is the only
 		// round trip of an allowed request.
-		sc := requests.Get().(*request)
-		inc := core.IncrementRequest{
-			Model:     model,
-			Where:     append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)),
-			Increment: sc.inc,
-		}
-		sc.inc["count"] = cost
-		if m == BetterAuthWindow {
-			sc.set["lastRequest"] = now
-			inc.Set = sc.set
-		}
-		row, ok, err := s.db.IncrementOne(ctx, inc)
-		sc.release()
 		switch {
-		case lostRace(err):
-			continue
-		case err != nil:
-			return state{}, err
-		case ok:
-			return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
+		case value && (known || m == BetterAuthWindow):
+			sc := requests.Get().(*request)
+			inc := core.IncrementRequest{Model: model, Increment: sc.inc}
+			sc.inc["count"] = cost
+			if m == BetterAuthWindow {
+				inc.Where = append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost))
+				sc.set["lastRequest"] = now
+				inc.Set = sc.set
+			} else {
+				// Equal to the start seen: a match proves the start, and a
+				// start seen live at now is live (now - start < w).
+				inc.Where = append(sc.where[:0], core.Eq("key", key), core.Eq("lastRequest", start), core.Lte("count", rule.Max-cost))
+			}
+			count, ok, err := s.db.IncrementValue(ctx, inc)
+			sc.release()
+			i++
+			switch {
+			case lostRace(err):
+				continue
+			case err != nil:
+				return state{}, err
+			case ok && m == BetterAuthWindow:
+				return state{allowed: true, count: count, reset: now + w}, nil
+			case ok:
+				return state{allowed: true, count: count, reset: start + w}, nil
+			}
+			s.forget(key)
+			known = false
+		case !value:
+			sc := requests.Get().(*request)
+			inc := core.IncrementRequest{
+				Model:     model,
+				Where:     append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)),
+				Increment: sc.inc,
+			}
+			sc.inc["count"] = cost
+			if m == BetterAuthWindow {
+				sc.set["lastRequest"] = now
+				inc.Set = sc.set
+			}
+			row, ok, err := s.db.IncrementOne(ctx, inc)
+			sc.release()
+			i++
+			switch {
+			case lostRace(err):
+				continue
+			case err != nil:
+				return state{}, err
+			case ok:
+				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
+			}
 		}
 
-		row, ok, err = s.db.FindOne(ctx, model, core.Eq("key", key))
+		row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))
 		if err != nil {
 			return state{}, err
 		}
@@ -130,10 +181,14 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 			// and reads the row only if that misses.
 			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": cost, "lastRequest": now}); err != nil {
 				if errors.Is(err, core.ErrConflict) {
+					if value {
+						i++ // a lost race; without value the increment counted it
+					}
 					continue
 				}
 				return state{}, err
 			}
+			s.remember(key, now, w, now)
 			return state{allowed: true, count: cost, reset: now + w}, nil
 		}
 		count, last := row.Int("count"), row.Int("lastRequest")
@@ -151,14 +206,61 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 			case err != nil:
 				return state{}, err
 			case ok:
+				s.remember(key, now, w, now)
 				return state{allowed: true, count: cost, reset: now + w}, nil
 			}
+			if value {
+				i++ // lost the reset: that counts as a lost race
+			}
 		case count > rule.Max-cost:
+			s.remember(key, last, w, now)
 			return state{count: count, reset: last + w}, nil
+		default:
+			// Room in a live window (a first visit, or the row changed
+			// since the increment): increment guarded on this start.
+			start, known = last, true
+			s.remember(key, last, w, now)
 		}
-		// The row changed between the increment and the read: decide again.
 	}
 	return state{}, fmt.Errorf("%w: still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+// maxRememberedStarts bounds the window starts a database storage keeps
+// (about 100 bytes each); a key forgotten costs one read of its row.
+const maxRememberedStarts = 1 << 16
+
+// window is a remembered window: its start and end (epoch ms).
+type window struct{ start, end int64 }
+
+// start returns the remembered start of key's window, if it is live at now.
+func (s *dbStorage) start(key string, now, w int64) (int64, bool) {
+	if s.starts == nil {
+		return 0, false
+	}
+	win, ok := s.starts.get(key, now)
+	if !ok || now-win.start >= w || win.start > now {
+		return 0, false
+	}
+	return win.start, true
+}
+
+// remember notes the start of key's window, seen stored, when the
+// storage uses them.
+func (s *dbStorage) remember(key string, start, w, now int64) {
+	if s.starts == nil || !s.db.NativeValueIncrement() {
+		return
+	}
+	if win, ok := s.starts.get(key, now); ok && win == (window{start, start + w}) {
+		return
+	}
+	s.starts.put(key, window{start: start, end: start + w}, now)
+}
+
+// forget drops key's remembered start, which no longer matched.
+func (s *dbStorage) forget(key string) {
+	if s.starts != nil {
+		s.starts.put(key, window{}, 0) // expired: the next get drops it
+	}
 }
 
 func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {

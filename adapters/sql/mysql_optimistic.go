@@ -1,0 +1,196 @@
+package sluicesql
+
+import (
+	"context"
+	"strconv"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// kindUpdateGuarded is the statement kind of the optimistic write of
+// IncrementOne on MySQL, for the statement cache (after kindUpdateValue).
+const kindUpdateGuarded byte = 65
+
+// testHookOptimistic, when a test sets it, runs between the optimistic
+// read and the guarded write of incrementOptimistic: a test injects a
+// concurrent change there. It is nil outside tests.
+var testHookOptimistic func(ctx context.Context)
+
+// testGuardsOff, when a test sets it, drops the columns from the guard,
+// which then holds the primary key and where alone: the read-then-write
+// increment that the race test must catch. It is false outside tests.
+var testGuardsOff bool
+
+// guardSeparator ends the caller's clauses and starts the guard in the
+// shape of a guarded write: its field is no identifier, so no clause of
+// the caller's can stand for it.
+var guardSeparator = core.Where{Field: "\x00guard", Op: core.OpEq, Value: true}
+
+// guard is one column of a guarded write: equal to the value read.
+type guard struct {
+	col   string
+	value any  // nil: IS NULL
+	bytes bool // compare CAST(col AS BINARY) with value, a []byte
+}
+
+// incrementOptimistic is IncrementOne on MySQL outside a transaction in
+// two autocommit statements, when no other writer touches the row between
+// them:
+//
+//	SELECT <columns> FROM t WHERE <where> ORDER BY pk LIMIT 1
+//	UPDATE t SET <deltas, assignments>
+//	WHERE pk = <id> AND <where> AND <every other column equal to the value read>
+//
+// No row read is no match, at the moment of the read. Otherwise the row
+// after the write is computed from the row read (applyWrite, which refuses
+// an overflow before anything is written), and one row affected proves it
+// right: the guard held on the row the UPDATE locked, so that row was the
+// row read, and the write made it the computed one. The guard compares
+// every column NULL-safely and exactly: integers as integers, times to the
+// microsecond, and strings and any other text as bytes (CAST(col AS
+// BINARY)), so that neither a case-insensitive collation nor trailing
+// spaces hide a change. Zero rows affected, which is also what an UPDATE
+// that changes nothing reports when the DSN does not set clientFoundRows,
+// is a miss: done is false, nothing was written, and the caller takes the
+// locking path. So is a row with a value the guard cannot compare exactly
+// (a float), before anything is written.
+func (a *Adapter) incrementOptimistic(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (rec core.Record, done bool, err error) {
+	pk := t.PrimaryKey().Name
+	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
+		b.write("SELECT ")
+		b.columns(t)
+		b.write(" FROM ")
+		b.ident(t.Name)
+		b.where(where)
+		b.write(" ORDER BY ")
+		b.ident(pk)
+		b.write(" LIMIT 1")
+	})
+	q, args, err = a.inlined(q, args)
+	if err != nil {
+		return nil, true, err
+	}
+	row, err := retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
+	if err != nil || row == nil {
+		return nil, true, err
+	}
+	id, err := core.ParseInt(row[pk])
+	if err != nil {
+		return nil, false, nil // the locking path reports it
+	}
+	var gbuf [16]guard
+	guards, ok := guardsOf(t, row, pk, gbuf[:0])
+	if !ok {
+		return nil, false, nil
+	}
+	if testGuardsOff {
+		guards = guards[:0]
+	}
+	if err := applyWrite(row, inc, set); err != nil {
+		return nil, true, err
+	}
+	if hook := testHookOptimistic; hook != nil {
+		hook(ctx)
+	}
+	var sbuf [24]core.Where
+	shape := append(sbuf[:0], core.Eq(pk, id))
+	shape = append(shape, where...)
+	shape = append(shape, guardSeparator)
+	for _, g := range guards {
+		op := core.OpEq
+		if g.bytes {
+			op = core.OpNe // only a marker of the form in the cache key
+		}
+		shape = append(shape, core.Where{Field: g.col, Op: op, Value: g.value})
+	}
+	uq, uargs := a.stmt(t, kindUpdateGuarded, shape, inc, set, func(b *builder) {
+		b.write("UPDATE ")
+		b.ident(t.Name)
+		b.assignments(inc, set)
+		b.write(" WHERE ")
+		b.ident(pk)
+		b.write(" = ")
+		b.arg(id)
+		for _, w := range where {
+			b.write(" AND ")
+			b.cond(w)
+		}
+		for _, g := range guards {
+			b.write(" AND ")
+			switch {
+			case g.value == nil:
+				b.ident(g.col)
+				b.write(" IS NULL")
+			case g.bytes:
+				b.write("CAST(")
+				b.ident(g.col)
+				b.write(" AS BINARY) = ")
+				b.arg(g.value)
+			default:
+				b.ident(g.col)
+				b.write(" = ")
+				b.arg(g.value)
+			}
+		}
+	})
+	uq, uargs, err = a.inlined(uq, uargs)
+	if err != nil {
+		return nil, true, err
+	}
+	var n int64
+	err = a.retry(ctx, func() (err error) {
+		n, err = a.exec(ctx, uq, uargs)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, true, err
+	case n != 1:
+		return nil, false, nil
+	}
+	return row, true, nil
+}
+
+// mysqlGuardTime is how a time read is compared: its wall clock as read,
+// to the microsecond (MySQL's finest), which the server converts to the
+// column's type.
+const mysqlGuardTime = "2006-01-02 15:04:05.000000"
+
+// guardsOf appends to buf a guard for each column of row but the primary
+// key. ok is false when a value has no exact comparison here.
+func guardsOf(t *core.Table, row core.Record, pk string, buf []guard) ([]guard, bool) {
+	for _, c := range t.Columns {
+		if c.Name == pk {
+			continue
+		}
+		g := guard{col: c.Name}
+		switch v := row[c.Name].(type) {
+		case nil:
+		case int64, uint64:
+			g.value = v
+		case int:
+			g.value = int64(v)
+		case int32:
+			g.value = int64(v)
+		case []byte:
+			// The text protocol answers every value as text: an integer
+			// (or a boolean stored as one) is compared as the integer.
+			if c.Field.Type == core.TypeInt || c.Field.Type == core.TypeBool {
+				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
+					g.value = n
+					break
+				}
+			}
+			g.value, g.bytes = v, true
+		case string:
+			g.value, g.bytes = []byte(v), true
+		case time.Time:
+			g.value = v.Format(mysqlGuardTime)
+		default:
+			return buf, false
+		}
+		buf = append(buf, g)
+	}
+	return buf, true
+}

@@ -1,0 +1,106 @@
+package sluicesql
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+var _ core.ValueIncrementer = (*Adapter)(nil)
+
+// kindUpdateValue is the statement kind of IncrementValue on MySQL, for
+// the statement cache (after crud.go's kinds).
+const kindUpdateValue byte = 64
+
+// IncrementValue is IncrementOne answering with the incremented column's
+// value after the write (see [core.ValueIncrementer]).
+//
+// On MySQL and MariaDB it is one statement, one round trip:
+//
+//	UPDATE t SET c = CAST(LAST_INSERT_ID(c + ?) AS SIGNED), d = ?
+//	WHERE <where> ORDER BY pk LIMIT 1
+//
+// An UPDATE re-reads the row it locks and re-evaluates where on it, so the
+// guard holds during the write, as IncrementOne's. LAST_INSERT_ID(expr)
+// puts the new value in the OK packet, which the driver reports as the
+// last insert id; the CAST keeps a negative value what it is (the
+// function answers unsigned). The delta is not zero, so a matched row
+// changes and the affected-row count is 1 whether or not the DSN sets
+// clientFoundRows; 0 is no match. Overflow is error 1690 and writes
+// nothing. The value the session's LAST_INSERT_ID() returns afterwards
+// changes too: the engine never reads it, and neither should a caller
+// sharing the connection.
+//
+// Elsewhere (PostgreSQL, SQLite, whose IncrementOne is one statement
+// already), and on an executor whose results do not carry the last insert
+// id, it is IncrementOne.
+func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
+	if a.e.features.Dialect != MySQL || inc.By == 0 || a.e.mysql.Load()&mysqlLastID == 0 {
+		rec, err := a.IncrementOne(ctx, t, where, []core.Delta{inc}, set)
+		if err != nil || rec == nil {
+			return 0, false, err
+		}
+		v, err := core.ParseInt(rec[inc.Column])
+		if err != nil {
+			return 0, false, fmt.Errorf("%s: column %q: %w", a.e.name(), inc.Column, err)
+		}
+		return v, true, nil
+	}
+	incs := [1]core.Delta{inc}
+	q, args := a.stmt(t, kindUpdateValue, where, incs[:], set, func(b *builder) {
+		b.write("UPDATE ")
+		b.ident(t.Name)
+		b.write(" SET ")
+		b.ident(inc.Column)
+		b.write(" = CAST(LAST_INSERT_ID(")
+		b.ident(inc.Column)
+		b.write(" + ")
+		b.arg(inc.By)
+		b.write(") AS SIGNED)")
+		for _, s := range set {
+			b.write(", ")
+			b.ident(s.Column)
+			if s.Value == nil {
+				b.write(" = NULL")
+				continue
+			}
+			b.write(" = ")
+			b.arg(s.Value)
+		}
+		b.where(where)
+		b.write(" ORDER BY ")
+		b.ident(t.PrimaryKey().Name)
+		b.write(" LIMIT 1")
+	})
+	q, args, err := a.inlined(q, args)
+	if err != nil {
+		return 0, false, err
+	}
+	var (
+		value int64
+		ok    bool
+	)
+	err = a.retry(ctx, func() error {
+		res, err := a.x.Exec(ctx, q, args...)
+		if err != nil {
+			return err
+		}
+		n, err := res.RowsAffected()
+		if err != nil || n == 0 {
+			ok = false
+			return err
+		}
+		value, err = res.LastInsertId()
+		ok = err == nil
+		return err
+	})
+	return value, ok, err
+}
+
+// ValueIncrementSaves reports whether IncrementValue is one statement
+// where IncrementOne is a transaction: on MySQL and MariaDB, when the
+// executor's results carry the last insert id (gorm's do not).
+func (a *Adapter) ValueIncrementSaves() bool {
+	return a.e.features.Dialect == MySQL && a.e.mysql.Load()&mysqlLastID != 0
+}
