@@ -19,27 +19,36 @@ import (
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-// ProcessTarget is what [RunProcesses] races on: a database, a secondary
-// storage, or both. Each opener runs once in the test process and once in
-// every child process, which is this test binary run again.
+// ProcessTarget is one database or secondary storage that [RunProcesses]
+// races on. Its openers run once in the test process and once in every
+// child process, which is this test binary run again, and get the
+// address (a DSN) the test process read.
 type ProcessTarget struct {
-	// OpenDB returns a core.DB whose schema maps each logical model to the
-	// physical table named in tables (use core.Naming{Tables: tables}), on
-	// a pool of its own, and a function that closes the pool. nil: no
-	// database scenarios.
-	OpenDB func(ctx context.Context, tables map[string]string) (db *core.DB, closeDB func(), err error)
+	// Name names the target's subtest, and tells a child which target it
+	// runs on.
+	Name string
+	// Addr returns the DSN or address, or skips the test (as
+	// [PostgresDSN] does). It is called in the test process only; the
+	// children get its answer.
+	Addr func(t testing.TB) string
+	// OpenDB returns a core.DB on addr whose schema maps each logical
+	// model to the physical table named in tables (use
+	// core.Naming{Tables: tables}), on a pool of its own, and a function
+	// that closes the pool. nil: no database scenarios.
+	OpenDB func(ctx context.Context, addr string, tables map[string]string) (db *core.DB, closeDB func(), err error)
 	// DropTables, when set, drops the tables a run created.
-	DropTables func(ctx context.Context, tables map[string]string) error
-	// OpenStorage returns a secondary storage on a client of its own, all
-	// of them sharing prefix, and a function that closes the client. nil:
-	// no storage scenarios.
-	OpenStorage func(ctx context.Context, prefix string) (s core.SecondaryStorage, closeStorage func(), err error)
+	DropTables func(ctx context.Context, addr string, tables map[string]string) error
+	// OpenStorage returns a secondary storage on addr, on a client of its
+	// own, all of them sharing prefix, and a function that closes the
+	// client. nil: no storage scenarios.
+	OpenStorage func(ctx context.Context, addr, prefix string) (s core.SecondaryStorage, closeStorage func(), err error)
 	// DropStorage, when set, deletes the keys a run stored under prefix.
-	DropStorage func(ctx context.Context, prefix string) error
-	// ChildTest is the name of the test function that calls
-	// [ProcessChild] (default "TestProcessChild").
-	ChildTest string
+	DropStorage func(ctx context.Context, addr, prefix string) error
 }
+
+// ChildTest is the name of the test that must call [ProcessChild] in a
+// package that calls [RunProcesses]: the children run it alone.
+const ChildTest = "TestProcessChild"
 
 // The shape of every wave: four processes of eight goroutines, each trying
 // four decisions (128 in all) on one key whose limit is 50.
@@ -62,6 +71,8 @@ const (
 var processNow = time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 
 type childSpec struct {
+	Target   string            `json:"target"`
+	Addr     string            `json:"addr"`
 	Tables   map[string]string `json:"tables,omitempty"`
 	Prefix   string            `json:"prefix,omitempty"`
 	Scenario string            `json:"scenario"`
@@ -173,10 +184,10 @@ func scenarioNamed(name string) (processScenario, bool) {
 }
 
 // ProcessChild is the body of a child process of [RunProcesses]: call it
-// from a test named TestProcessChild (or [ProcessTarget.ChildTest]) in the
-// package that calls RunProcesses, with the same target. Outside a child
-// process it skips.
-func ProcessChild(t *testing.T, target ProcessTarget) {
+// from a test named TestProcessChild ([ChildTest]) in the package that
+// calls RunProcesses, with the same targets. Outside a child process it
+// skips.
+func ProcessChild(t *testing.T, targets ...ProcessTarget) {
 	raw := os.Getenv(processEnv)
 	if raw == "" {
 		t.Skip("the body of RunProcesses's child processes")
@@ -185,8 +196,14 @@ func ProcessChild(t *testing.T, target ProcessTarget) {
 	if err := json.Unmarshal([]byte(raw), &spec); err != nil {
 		t.Fatal(err)
 	}
-	out, _ := json.Marshal(runChild(target, spec))
-	fmt.Println(resultPrefix + string(out))
+	for _, target := range targets {
+		if target.Name == spec.Target {
+			out, _ := json.Marshal(runChild(target, spec))
+			fmt.Println(resultPrefix + string(out))
+			return
+		}
+	}
+	t.Fatalf("no target named %q among the %d given to ProcessChild", spec.Target, len(targets))
 }
 
 func runChild(target ProcessTarget, spec childSpec) (res childResult) {
@@ -201,14 +218,14 @@ func runChild(target ProcessTarget, spec childSpec) (res childResult) {
 		s  core.SecondaryStorage
 	)
 	if sc.storage {
-		st, closeIt, err := target.OpenStorage(ctx, spec.Prefix)
+		st, closeIt, err := target.OpenStorage(ctx, spec.Addr, spec.Prefix)
 		if err != nil {
 			return fail(err)
 		}
 		defer closeIt()
 		s = st
 	} else {
-		d, closeIt, err := target.OpenDB(ctx, spec.Tables)
+		d, closeIt, err := target.OpenDB(ctx, spec.Addr, spec.Tables)
 		if err != nil {
 			return fail(err)
 		}
@@ -266,7 +283,7 @@ func (p *processRun) start(t *testing.T, spec childSpec) *child {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^"+p.childTest+"$", "-test.count=1", "-test.v=false")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+ChildTest+"$", "-test.count=1", "-test.v=false")
 	cmd.Env = append(os.Environ(), processEnv+"="+string(raw))
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
@@ -318,7 +335,7 @@ func (c *child) await(t *testing.T, prefix string) string {
 // processRun is one RunProcesses call's state in the test process.
 type processRun struct {
 	target    ProcessTarget
-	childTest string
+	addr      string
 	tables    map[string]string
 	prefix    string
 	db        *core.DB // the test process's own pool
@@ -330,7 +347,7 @@ type processRun struct {
 // SIGKILL right after the release, whose admissions are not known.
 func (p *processRun) wave(t *testing.T, scenario, key string, kill int) int64 {
 	t.Helper()
-	spec := childSpec{Tables: p.tables, Prefix: p.prefix, Scenario: scenario, Key: key}
+	spec := childSpec{Target: p.target.Name, Addr: p.addr, Tables: p.tables, Prefix: p.prefix, Scenario: scenario, Key: key}
 	kids := make([]*child, processCount)
 	for i := range kids {
 		kids[i] = p.start(t, spec)
@@ -388,11 +405,9 @@ func exact(admitted, stored int64) error {
 // processes at once, as four servers of one service would, each with its
 // own pool or client and its own process-local state (denial cache, write
 // combiner, remembered keys), and checks exact totals: 128 decisions on a
-// limit of 50 admit exactly 50 and store 50. The children are this test
-// binary run again, with the test process's environment: the package must
-// also have the test that calls [ProcessChild], and the openers must find
-// what they need (a DSN, say) the same way in every process, such as in
-// an environment variable the test sets with t.Setenv.
+// limit of 50 admit exactly 50 and store 50. It runs a subtest per target.
+// The children are this test binary run again: the package must also have
+// the test [ChildTest] that calls [ProcessChild] with the same targets.
 //
 // On a database: the rate limiter with its fixed window, with write
 // combining, with Better Auth's window, and across a window roll that
@@ -400,12 +415,19 @@ func exact(admitted, stored int64) error {
 // process killed (SIGKILL) as a wave starts, after which the counter is
 // whole and a second wave brings it to exactly the limit; and a proof that
 // the check catches a read-then-write limiter. On a secondary storage: the
-// rate limiter and both API-key budgets in storage-only mode.
-func RunProcesses(t *testing.T, target ProcessTarget) {
-	p := &processRun{target: target, childTest: target.ChildTest}
-	if p.childTest == "" {
-		p.childTest = "TestProcessChild"
+// rate limiter and both API-key budgets in storage-only mode, and the
+// same proof.
+func RunProcesses(t *testing.T, targets ...ProcessTarget) {
+	for _, target := range targets {
+		t.Run(target.Name, func(t *testing.T) {
+			p := &processRun{target: target, addr: target.Addr(t)}
+			p.run(t)
+		})
 	}
+}
+
+func (p *processRun) run(t *testing.T) {
+	target := p.target
 	ctx := t.Context()
 	tag := fmt.Sprintf("p%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
 	if target.OpenDB != nil {
@@ -413,7 +435,7 @@ func RunProcesses(t *testing.T, target ProcessTarget) {
 		for _, m := range core.BuiltinModels() {
 			p.tables[m.Name] = m.Name + "_" + tag
 		}
-		db, closeDB, err := target.OpenDB(ctx, p.tables)
+		db, closeDB, err := target.OpenDB(ctx, p.addr, p.tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -423,7 +445,7 @@ func RunProcesses(t *testing.T, target ProcessTarget) {
 		}
 		if target.DropTables != nil {
 			t.Cleanup(func() {
-				if err := target.DropTables(context.Background(), p.tables); err != nil {
+				if err := target.DropTables(context.Background(), p.addr, p.tables); err != nil {
 					t.Errorf("dropping the tables: %v", err)
 				}
 			})
@@ -433,14 +455,14 @@ func RunProcesses(t *testing.T, target ProcessTarget) {
 	}
 	if target.OpenStorage != nil {
 		p.prefix = "adaptertest-" + tag + ":"
-		s, closeStorage, err := target.OpenStorage(ctx, p.prefix)
+		s, closeStorage, err := target.OpenStorage(ctx, p.addr, p.prefix)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(closeStorage)
 		if target.DropStorage != nil {
 			t.Cleanup(func() {
-				if err := target.DropStorage(context.Background(), p.prefix); err != nil {
+				if err := target.DropStorage(context.Background(), p.addr, p.prefix); err != nil {
 					t.Errorf("deleting the stored keys: %v", err)
 				}
 			})

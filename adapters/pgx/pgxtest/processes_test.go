@@ -12,40 +12,36 @@ import (
 
 // TestProcesses races decisions on pgx from four processes, each with its
 // own pool (adaptertest.RunProcesses).
-func TestProcesses(t *testing.T) {
-	adaptertest.RunProcesses(t, processTarget(adaptertest.PostgresDSN(t)))
-}
+func TestProcesses(t *testing.T) { adaptertest.RunProcesses(t, processTarget) }
 
-func TestProcessChild(t *testing.T) {
-	adaptertest.ProcessChild(t, processTarget(adaptertest.PostgresDSN(t)))
-}
+func TestProcessChild(t *testing.T) { adaptertest.ProcessChild(t, processTarget) }
 
-func processTarget(dsn string) adaptertest.ProcessTarget {
-	return adaptertest.ProcessTarget{
-		OpenDB: func(ctx context.Context, tables map[string]string) (*core.DB, func(), error) {
-			p, err := openPool(ctx, dsn, maxConnsPerPool)
-			if err != nil {
-				return nil, nil, err
-			}
-			db, err := sluicepgx.Open(ctx, p, core.WithNaming(core.Naming{Tables: tables}))
-			if err != nil {
-				p.Close()
-				return nil, nil, err
-			}
-			return db, p.Close, nil
-		},
-		DropTables: func(ctx context.Context, tables map[string]string) error {
-			p, err := openPool(ctx, dsn, 1)
-			if err != nil {
+var processTarget = adaptertest.ProcessTarget{
+	Name: "postgres",
+	Addr: adaptertest.PostgresDSN,
+	OpenDB: func(ctx context.Context, dsn string, tables map[string]string) (*core.DB, func(), error) {
+		p, err := openPool(ctx, dsn, maxConnsPerPool)
+		if err != nil {
+			return nil, nil, err
+		}
+		db, err := sluicepgx.Open(ctx, p, core.WithNaming(core.Naming{Tables: tables}))
+		if err != nil {
+			p.Close()
+			return nil, nil, err
+		}
+		return db, p.Close, nil
+	},
+	DropTables: func(ctx context.Context, dsn string, tables map[string]string) error {
+		p, err := openPool(ctx, dsn, 1)
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		for _, q := range gen.DropDDL(core.MustSchema(core.Naming{Tables: tables}), gen.Postgres) {
+			if _, err := p.Exec(ctx, q); err != nil {
 				return err
 			}
-			defer p.Close()
-			for _, q := range gen.DropDDL(core.MustSchema(core.Naming{Tables: tables}), gen.Postgres) {
-				if _, err := p.Exec(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
+		}
+		return nil
+	},
 }

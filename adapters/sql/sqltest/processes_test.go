@@ -3,7 +3,6 @@ package sqltest_test
 import (
 	"context"
 	"database/sql"
-	"os"
 	"testing"
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
@@ -12,66 +11,47 @@ import (
 	"github.com/sluice-go/sluice/gen"
 )
 
-// processBackendEnv names the backend and processDSNEnv its DSN for the
-// child processes of adaptertest.RunProcesses.
-const (
-	processBackendEnv = "SQLTEST_PROCESS_BACKEND"
-	processDSNEnv     = "SQLTEST_PROCESS_DSN"
-)
+// TestProcesses races decisions from four processes, each with its own
+// pool (adaptertest.RunProcesses), on SQLite, PostgreSQL and MariaDB.
+func TestProcesses(t *testing.T) { adaptertest.RunProcesses(t, processTargets()...) }
 
-func TestProcesses(t *testing.T) {
+func TestProcessChild(t *testing.T) { adaptertest.ProcessChild(t, processTargets()...) }
+
+func processTargets() []adaptertest.ProcessTarget {
+	var targets []adaptertest.ProcessTarget
 	for _, b := range []backend{sqliteBackend(), postgresBackend(), mysqlBackend(false)} {
-		t.Run(b.name, func(t *testing.T) {
-			t.Setenv(processBackendEnv, b.name)
-			t.Setenv(processDSNEnv, b.dsn(t))
-			adaptertest.RunProcesses(t, processTarget(b))
+		open := func(dsn string) *sql.DB { return b.open(nopTB{}, dsn) }
+		targets = append(targets, adaptertest.ProcessTarget{
+			Name: b.name,
+			Addr: b.dsn,
+			OpenDB: func(ctx context.Context, dsn string, tables map[string]string) (*core.DB, func(), error) {
+				pool := open(dsn)
+				db, err := sluicesql.Open(pool, b.dialect, core.WithNaming(core.Naming{Tables: tables}))
+				if err != nil {
+					_ = pool.Close()
+					return nil, nil, err
+				}
+				return db, func() { _ = pool.Close() }, nil
+			},
+			DropTables: func(ctx context.Context, dsn string, tables map[string]string) error {
+				pool := open(dsn)
+				defer pool.Close()
+				for _, q := range gen.DropDDL(core.MustSchema(core.Naming{Tables: tables}), b.gen) {
+					if _, err := pool.ExecContext(ctx, q); err != nil {
+						return err
+					}
+				}
+				return nil
+			},
 		})
 	}
+	return targets
 }
 
-func TestProcessChild(t *testing.T) {
-	for _, b := range allBackends() {
-		if b.name == os.Getenv(processBackendEnv) {
-			adaptertest.ProcessChild(t, processTarget(b))
-			return
-		}
-	}
-	t.Skip("a child process of TestProcesses")
-}
+// nopTB lets backend.open, which takes a testing.TB only to fail with, run
+// outside a test's goroutine; sql.Open fails only on an unknown driver.
+type nopTB struct{ testing.TB }
 
-func processTarget(b backend) adaptertest.ProcessTarget {
-	open := func(ctx context.Context) (*sql.DB, error) {
-		db, err := sql.Open(b.driver, os.Getenv(processDSNEnv))
-		if err == nil && b.dialect != sluicesql.SQLite {
-			db.SetMaxOpenConns(maxConnsPerPool)
-		}
-		return db, err
-	}
-	return adaptertest.ProcessTarget{
-		OpenDB: func(ctx context.Context, tables map[string]string) (*core.DB, func(), error) {
-			pool, err := open(ctx)
-			if err != nil {
-				return nil, nil, err
-			}
-			db, err := sluicesql.Open(pool, b.dialect, core.WithNaming(core.Naming{Tables: tables}))
-			if err != nil {
-				_ = pool.Close()
-				return nil, nil, err
-			}
-			return db, func() { _ = pool.Close() }, nil
-		},
-		DropTables: func(ctx context.Context, tables map[string]string) error {
-			pool, err := open(ctx)
-			if err != nil {
-				return err
-			}
-			defer pool.Close()
-			for _, q := range gen.DropDDL(core.MustSchema(core.Naming{Tables: tables}), b.gen) {
-				if _, err := pool.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
-		},
-	}
-}
+func (nopTB) Helper()                   {}
+func (nopTB) Fatal(args ...any)         { panic(args) }
+func (nopTB) Fatalf(f string, a ...any) { panic(f) }
