@@ -27,6 +27,7 @@ func processTargets() []adaptertest.ProcessTarget {
 				if err != nil {
 					return nil, nil, err
 				}
+				drv.DB().SetMaxOpenConns(4) // five pools race at once on a shared server
 				db, err := sluiceent.Open(drv, core.WithNaming(core.Naming{Tables: tables}))
 				if err != nil {
 					_ = drv.Close()

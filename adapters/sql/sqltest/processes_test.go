@@ -17,6 +17,11 @@ func TestProcesses(t *testing.T) { adaptertest.RunProcesses(t, processTargets().
 
 func TestProcessChild(t *testing.T) { adaptertest.ProcessChild(t, processTargets()...) }
 
+// processConns bounds each process's pool: five pools race at once on a
+// server that other test packages share (PostgreSQL allows 100 clients by
+// default).
+const processConns = 4
+
 func processTargets() []adaptertest.ProcessTarget {
 	var targets []adaptertest.ProcessTarget
 	for _, b := range []backend{sqliteBackend(), postgresBackend(), mysqlBackend(false)} {
@@ -26,6 +31,7 @@ func processTargets() []adaptertest.ProcessTarget {
 			Addr: b.dsn,
 			OpenDB: func(ctx context.Context, dsn string, tables map[string]string) (*core.DB, func(), error) {
 				pool := open(dsn)
+				pool.SetMaxOpenConns(processConns)
 				db, err := sluicesql.Open(pool, b.dialect, core.WithNaming(core.Naming{Tables: tables}))
 				if err != nil {
 					_ = pool.Close()
