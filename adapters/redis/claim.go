@@ -41,6 +41,7 @@ const (
 // expiry when the claim was allowed with a positive cost. A missing key
 // answers Found == false. Now and Cost must be in [0, 2^51).
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
+	core.AddRoundTrips(ctx, 1)
 	switch {
 	case req.Cost < 0 || req.Cost >= maxCalc:
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: cost %d is outside [0, 2^51)", core.ErrInvalid, req.Cost)
@@ -69,6 +70,7 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 // int), bool, string, or nil for a nullable field. It returns the key
 // after the change, and ok == false when no key is stored there.
 func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) (apikey.StoredKey, bool, error) {
+	core.AddRoundTrips(ctx, 1)
 	if len(fields) == 0 {
 		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w: no fields", core.ErrInvalid)
 	}

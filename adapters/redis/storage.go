@@ -46,6 +46,7 @@ func (s *Storage) Unwrap() any { return s.client }
 
 // Get returns the value at key.
 func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
+	core.AddRoundTrips(ctx, 1)
 	v, err := s.client.Get(ctx, s.prefix+key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
@@ -59,6 +60,7 @@ func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
 // Set stores value at key; ttl 0 means no expiry, otherwise it must be a
 // positive whole number of seconds.
 func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	core.AddRoundTrips(ctx, 1)
 	if ttl != 0 {
 		if err := checkTTL(ttl); err != nil {
 			return err
@@ -72,6 +74,7 @@ func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration)
 
 // Delete removes key.
 func (s *Storage) Delete(ctx context.Context, key string) error {
+	core.AddRoundTrips(ctx, 1)
 	if err := s.client.Del(ctx, s.prefix+key).Err(); err != nil {
 		return fmt.Errorf("sluiceredis: delete: %w", err)
 	}
@@ -123,6 +126,7 @@ return {v, ttl, 1}
 // expiry of an existing counter is never extended. ttl must be a positive
 // whole number of seconds.
 func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+	core.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
 		return core.Counter{}, err
 	}
@@ -136,6 +140,7 @@ func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.
 // IncrementBounded adds by only when the counter stays at or below max, in
 // one script; a refused increment changes nothing.
 func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+	core.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
 		return core.Counter{}, false, err
 	}

@@ -213,6 +213,7 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 	if !ok {
 		return fmt.Errorf("%w: %s: executor %T cannot begin a transaction", core.ErrUnsupported, a.e.name(), a.x)
 	}
+	core.AddRoundTrips(ctx, 2) // BEGIN, and COMMIT or ROLLBACK
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return a.e.mapErr(err) // SQLite's BEGIN IMMEDIATE can time out busy
@@ -237,6 +238,7 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 // savepoint runs fn inside a savepoint of the current transaction.
 func (a *Adapter) savepoint(ctx context.Context, fn func(tx *Adapter) error) (err error) {
 	name := a.e.features.Dialect.quote("sluice_sp" + strconv.Itoa(a.depth+1))
+	core.AddRoundTrips(ctx, 2) // SAVEPOINT, and RELEASE or ROLLBACK TO
 	if _, err := a.x.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return a.e.mapErr(err)
 	}

@@ -76,6 +76,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 	pk := t.PrimaryKey().Name
 	var out core.Record
 	err := a.writeTx(ctx, func(tx *Adapter) error {
+		core.AddRoundTrips(ctx, 1)
 		if _, err := tx.x.Exec(ctx, q, args...); err != nil {
 			return err
 		}

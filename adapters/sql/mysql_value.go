@@ -82,6 +82,7 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []cor
 		ok    bool
 	)
 	err = a.retry(ctx, func() error {
+		core.AddRoundTrips(ctx, 1)
 		res, err := a.x.Exec(ctx, q, args...)
 		if err != nil {
 			return err

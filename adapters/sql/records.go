@@ -40,6 +40,7 @@ func scanRecords(rows Rows) ([]core.Record, error) {
 // query runs a statement that returns rows and reads them all. It does not
 // retry: callers decide that with retry.
 func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Record, error) {
+	core.AddRoundTrips(ctx, 1)
 	rows, err := a.x.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -54,6 +55,7 @@ func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Recor
 // queryOne returns a statement's first row, or nil. It reads no further:
 // the statements it runs return at most one row.
 func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Record, error) {
+	core.AddRoundTrips(ctx, 1)
 	rows, err := a.x.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -112,6 +114,7 @@ func (a *Adapter) scalar(ctx context.Context, q string, args []any) (int64, erro
 
 // exec runs a statement that returns no rows and reports the rows it affected.
 func (a *Adapter) exec(ctx context.Context, q string, args []any) (int64, error) {
+	core.AddRoundTrips(ctx, 1)
 	res, err := a.x.Exec(ctx, q, args...)
 	if err != nil {
 		return 0, err

@@ -49,6 +49,8 @@ type options struct {
 	dropExpired bool
 	keyState    int  // WithKeyStateCache
 	keyStateSet bool // WithKeyStateCache was given
+	observe     func(context.Context, Event)
+	observeSet  bool // WithObserver was given, perhaps with nil
 }
 
 // Option configures [New] and [NewStorageOnly].
@@ -130,6 +132,8 @@ func buildOptions(op string, opts []Option) (options, error) {
 		return o, invalidf("WithCache: nil storage")
 	case o.clock == nil:
 		return o, invalidf("WithClock: nil clock")
+	case o.observeSet && o.observe == nil:
+		return o, invalidf("WithObserver: nil observer")
 	case o.maxAttempts < 1:
 		return o, invalidf("WithMaxAttempts: %d attempts; need at least 1", o.maxAttempts)
 	case o.keyState < 0:

@@ -58,6 +58,13 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the context ended while the
 // may pay twice. An error without ErrOutcomeUnknown happened before any
 // write.
 func (m *Manager) Verify(ctx context.Context, key string, opts ...VerifyOption) (Result, error) {
+	if m != nil && m.o.observe != nil {
+		return m.observed(ctx, key, opts)
+	}
+	return m.verify(ctx, key, opts)
+}
+
+func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (Result, error) {
 	if err := m.initialised("Verify"); err != nil {
 		return Result{}, err
 	}
