@@ -54,6 +54,8 @@ func rateLimitScenarios() []scenario {
 			}
 		}
 	}
+	list = append(list, rlGCRAScenario(1), rlGCRAScenario(rlPools))
+	list = append(list, rlSlidingScenario(1), rlSlidingScenario(rlPools))
 	list = append(list, scenario{
 		name: "HostileKeysAreStorable",
 		contract: "a key built by ratelimit.SafeKey from hostile bytes (NUL, invalid UTF-8, control characters, 10 kB) is stored " +

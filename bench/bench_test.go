@@ -44,8 +44,8 @@ func TestQuickRunOnSQLite(t *testing.T) {
 	// the four SQL references (floor, read-then-write, locking, Better
 	// Auth's API-key verification); IncrementOne, rate limiter and API-key
 	// verify on gorm, bun, ent and database/sql (pgx is PostgreSQL only);
-	// the write-combining limiter on database/sql.
-	if len(names) != 4+3*4+1 {
+	// the write-combining, GCRA and sliding-window limiters on database/sql.
+	if len(names) != 4+3*4+3 {
 		t.Fatalf("approaches: %v", names)
 	}
 	for _, n := range names {

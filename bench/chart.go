@@ -59,7 +59,7 @@ func (r *report) chart() string {
 	colors := map[kind]string{
 		kindFloor: "#4d4d4d", kindReference: "#b07aa1", kindLocking: "#e15759",
 		kindIncrement: "#76b7b2", kindLimiter: "#4e79a7", kindAPIKey: "#f28e2b",
-		kindRedis: "#4e79a7", kindRedisRate: "#e15759",
+		kindRedis: "#4e79a7", kindRedisRate: "#e15759", kindGCRA: "#59a14f", kindRedisGCRA: "#59a14f",
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="Helvetica, Arial, sans-serif" font-size="11">`+"\n", width, height)

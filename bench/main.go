@@ -323,12 +323,12 @@ func (cfg config) filter(names []string) []string {
 // approachNames lists the approaches of a backend, in the order they run.
 func approachNames(db string) []string {
 	if db == "redis" {
-		return []string{redisSluiceName, redisRateName}
+		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName}
 	}
 	names := []string{floorName, referenceName, lockingName, betterAuthName}
-	for _, suffix := range []string{incrementSuffix, limiterSuffix, combiningSuffix, verifySuffix} {
+	for _, suffix := range []string{incrementSuffix, limiterSuffix, gcraSuffix, slidingSuffix, combiningSuffix, verifySuffix} {
 		for _, o := range ormNames {
-			if suffix == combiningSuffix && o != "sql" {
+			if (suffix == combiningSuffix || suffix == gcraSuffix || suffix == slidingSuffix) && o != "sql" {
 				continue // combining happens above the adapter: one adapter shows it
 			}
 			if o == "pgx" && db != "postgres" {

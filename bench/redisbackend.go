@@ -138,11 +138,21 @@ func redisBackend(ctx context.Context, addr string, cfg config, runID string) (*
 			return fail(fmt.Errorf("filling the redis_rate denial-storm key: %v %v", ok, err))
 		}
 	}
+	gcra, err := redisGCRA(ctx, st, keyOf)
+	if err != nil {
+		return fail(err)
+	}
+	sliding, err := redisSliding(ctx, st, keyOf)
+	if err != nil {
+		return fail(err)
+	}
 	return &backend{
 		name: "redis", version: version, keys: cfg.keys, roundTrips: rt.Load, close: cleanup,
 		approaches: []*approach{
 			mk(redisSluiceName, kindRedis, consume, counter),
 			mk(redisRateName, kindRedisRate, allow, nil),
+			gcra,
+			sliding,
 		},
 	}, nil
 }

@@ -129,6 +129,10 @@ func (r *report) ratios() []ratio {
 					add(ratio{DB: db, What: "sluice Redis storage ÷ redis_rate", Scenario: sc, Target: 0.9, Binding: true,
 						Values: []namedValue{{"sluice", n.PerSecond() / d.PerSecond()}}})
 				}
+				if n, ok := r.find(db, kindRedisGCRA, "", sc, g); ok && ok2 && d.PerSecond() > 0 {
+					add(ratio{DB: db, What: "sluice Redis GCRA ÷ redis_rate (both GCRA)", Scenario: sc, Target: 0.9, Binding: true,
+						Values: []namedValue{{"sluice", n.PerSecond() / d.PerSecond()}}})
+				}
 			}
 			continue
 		}

@@ -364,6 +364,12 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 		}
 		b.approaches = append(b.approaches, a)
 	}
+	if err := e.addGCRA(ctx, b, orms); err != nil {
+		return fail(err)
+	}
+	if err := e.addSliding(ctx, b, orms); err != nil {
+		return fail(err)
+	}
 	for _, o := range orms {
 		if o.name != "sql" {
 			continue

@@ -38,3 +38,22 @@ type Counter struct {
 type BoundedIncrementer interface {
 	IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (c Counter, ok bool, err error)
 }
+
+// TATAdvancer is an optional [SecondaryStorage] capability for the rate
+// limiter's GCRA mode: advance the theoretical arrival time (TAT) stored
+// at key, in one atomic step. Times are epoch milliseconds of the caller's
+// clock, passed as now; the storage's own clock only runs the expiry.
+//
+// Let t be the stored TAT, or now when there is none or it is earlier.
+// When t + increment − now ≤ limit, the TAT becomes t + increment and ok
+// is true; otherwise nothing changes and ok is false. tat is the TAT after
+// the call (t when refused). A written key expires t + increment − now
+// after the call, when its TAT is reached: a TAT at or before now means
+// the same as none. An increment of 0 writes nothing and reads t, with ok
+// reporting t − now ≤ limit. now, increment and limit must not be
+// negative; Redis computes in doubles, so keep them below 2^51.
+//
+// Without it the rate limiter refuses GCRA on that storage.
+type TATAdvancer interface {
+	AdvanceTAT(ctx context.Context, key string, now, increment, limit int64) (tat int64, ok bool, err error)
+}

@@ -15,9 +15,10 @@ import (
 )
 
 // Storage is an in-process core.SecondaryStorage with the optional
-// core.BoundedIncrementer: values and counters with expiry, in shards that
-// each have their own lock. It serves tests, examples and single-process
-// deployments; Redis (adapters/redis) is the shared one.
+// core.BoundedIncrementer and core.TATAdvancer: values and counters with
+// expiry, in shards that each have their own lock. It serves tests,
+// examples and single-process deployments; Redis (adapters/redis) is the
+// shared one.
 //
 // A counter is stored as an integer; Get returns it in decimal. An entry
 // expires at the instant its TTL ends: from then on it is absent. Expired
@@ -246,6 +247,40 @@ func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, 
 	return core.Counter{Value: next, TTL: left}, true, nil
 }
 
+// AdvanceTAT advances the theoretical arrival time at key under the
+// shard's lock; see core.TATAdvancer. The TAT is stored as a counter, so
+// Get returns it in decimal; it expires, by the storage's clock, when the
+// caller's clock reaches it.
+func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, limit int64) (int64, bool, error) {
+	if now < 0 || increment < 0 || limit < 0 {
+		return 0, false, fmt.Errorf("%w: memory storage AdvanceTAT %q: now %d, increment %d and limit %d must not be negative", core.ErrInvalid, key, now, increment, limit)
+	}
+	sh, at, err := s.lock(ctx, key)
+	if err != nil {
+		return 0, false, err
+	}
+	defer sh.mu.Unlock()
+	tat := now
+	if e, ok := sh.live(key, at); ok {
+		v := e.counter
+		if !e.isCount {
+			if v, err = strconv.ParseInt(e.text, 10, 64); err != nil {
+				return 0, false, fmt.Errorf("memory storage AdvanceTAT %q: %w", key, errNotCounter)
+			}
+		}
+		tat = max(tat, v)
+	}
+	if tat-now > limit-increment {
+		return tat, false, nil
+	}
+	if increment == 0 {
+		return tat, true, nil
+	}
+	tat += increment
+	sh.put(key, &storageEntry{counter: tat, isCount: true, expires: at.Add(time.Duration(tat-now) * time.Millisecond)}, at)
+	return tat, true, nil
+}
+
 // Len returns how many entries are stored, expired ones not yet dropped included.
 func (s *Storage) Len() int {
 	n := 0
@@ -261,4 +296,5 @@ func (s *Storage) Len() int {
 var (
 	_ core.SecondaryStorage   = (*Storage)(nil)
 	_ core.BoundedIncrementer = (*Storage)(nil)
+	_ core.TATAdvancer        = (*Storage)(nil)
 )

@@ -1,7 +1,7 @@
 // Package ratelimit is sluice's rate limiter: fixed windows (or Better
-// Auth's idle windows) counted in the database through core.DB, in a
-// core.SecondaryStorage such as Redis, or in process memory, plus a net/http
-// middleware that limits by client IP and path.
+// Auth's idle windows, or a GCRA token bucket) counted in the database
+// through core.DB, in a core.SecondaryStorage such as Redis, or in process
+// memory, plus a net/http middleware that limits by client IP and path.
 //
 // # Decisions
 //
@@ -53,6 +53,51 @@
 // core.DB.CheckSchema), until the check succeeds once; a table that fails
 // it gets no decision. Call [Limiter.CheckSchema] at start-up to fail early.
 //
+// # Sliding windows
+//
+// With [SlidingWindow] windows are aligned to multiples of Window since
+// the epoch: window i starts at i×Window. A request of cost c at elapsed
+// time e into window i is admitted when
+//
+//	cur + c + ceil(prev × (Window − e) / Window) ≤ Max
+//
+// where cur is window i's count and prev window i−1's: the previous
+// window weighs by the part of it the last Window still covers, rounded
+// up, in exact integer arithmetic, so a key never gets the 2×Max a fixed
+// window allows across a boundary. Remaining is Max minus that sum after
+// the request. An admission's Reset is the end of window i. A denial's
+// Reset is the earliest instant the request fits, assuming nothing else is
+// counted meanwhile: later in this window as the previous count's weight
+// decays, or in the next, where this window's count becomes the previous
+// one. When not even one unit fits (Remaining 0) it is the instant one unit
+// fits, for any cost: the denial cache keeps the key until then, exactly.
+// A cost above Max reports the end of window i.
+//
+// Database storage keeps one row per key and window in the rateLimit
+// model, named key + [SlidingSeparator] + the window number in decimal,
+// with count the window's count and lastRequest its start; a key too long
+// for the column with that suffix is named by its first characters and
+// its SHA-256 instead. A decision reads both windows' rows in one query,
+// then counts with one guarded write: count += c guarded on count ≤ Max −
+// c − the weighted previous count (or creates the row, a unique conflict
+// meaning a concurrent opener won); a denial is the read alone. A write
+// that misses reads the current row again, at most [DefaultMaxAttempts]
+// times. The previous window's row is read on every decision rather than
+// remembered, so a write to it landing late, from a process whose clock is
+// behind, still weighs. Rows are needed until two windows after their
+// start: [Limiter.Prune] deletes a row once its window started twice the
+// declared longest window ago, and a fixed-window limiter pruning the same
+// table must declare at least twice the longest sliding window. Reset
+// needs the rule to find the rows: use [Limiter.ResetRule].
+//
+// [Secondary] storage keeps a counter per key and window, named
+// "ratelimit:" + key + "#" + the window number, living twice the window,
+// and needs a core.BoundedIncrementer (Redis has one): a decision reads the
+// previous counter, then adds c to the current one bounded by Max − the
+// weighted previous count, so a denial counts nothing. [Memory] keeps both
+// counts in one entry per key, under its shard's lock. A key must be used
+// under one mode and one rule.
+//
 // # Write combining
 //
 // With [WithWriteCombining], concurrent decisions of one limiter on one
@@ -93,6 +138,41 @@
 // Combining pays where writes to one row wait for each other, as a
 // database's do on a hot row: one write then admits a whole batch. Each
 // key has at most one write in flight per limiter.
+//
+// # GCRA
+//
+// With [GCRA] (the generic cell rate algorithm, a token bucket, as
+// go-redis/redis_rate computes it) a [Rule] means Max units per Window,
+// spaced T = Window/Max apart, with bursts of up to Max. T is rounded up
+// to the millisecond, so the rate is never exceeded: 3 per second spaces
+// requests 334 ms apart. Each key stores one theoretical arrival time, tat
+// (epoch ms): a request of cost c is admitted iff max(tat, now) + c·T −
+// now ≤ Max·T, and then tat becomes max(tat, now) + c·T. Remaining is
+// ⌊(Max·T − (tat − now))/T⌋. Reset is, for an admitted request or a check,
+// when the bucket is full again (tat); for a denial, when this request
+// fits, now + RetryAfter, with RetryAfter = tat + c·T − Max·T − now. A
+// full key admits nothing until a unit fits, so the denial cache below
+// holds for GCRA too.
+//
+// On [Database] storage the tat lives in the rateLimit row's lastRequest
+// (count stays 0): no schema change. In steady state (tat > now) an
+// admitted request is one guarded increment, lastRequest += c·T guarded on
+// the key, lastRequest > now and lastRequest ≤ now + Max·T − c·T, which
+// returns the new tat: one round trip. On a miss the row is read: none is
+// created with tat now + c·T (a unique conflict means a concurrent opener
+// won, so it tries again); a tat at or before now (an empty bucket) is set
+// to now + c·T guarded on lastRequest ≤ now, so one concurrent caller
+// wins; a tat too far ahead is a denial; otherwise the row changed, and it
+// tries again, within the same bound on lost races. A key must be used
+// with one algorithm: a fixed-window row read as a tat, or the reverse,
+// decides nonsense. [Limiter.Prune] is safe: it deletes rows whose
+// lastRequest is the longest window past, and a tat in the past is an
+// empty bucket, exactly what a missing row means. [Memory] decides under
+// the shard's lock and lets the entry expire at its tat. [Secondary] needs
+// a storage with core.TATAdvancer (core/memory's Storage and
+// adapters/redis, one Lua script there), where the key expires at its
+// tat; New refuses GCRA on one without it. Write combining counts fixed
+// windows and does not serve GCRA.
 //
 // # Denial cache
 //

@@ -55,6 +55,7 @@ type Limiter struct {
 	longest  time.Duration
 	denials  *boundedMap[denial] // nil: no denial cache
 	comb     *combiner           // nil: no write combining
+	observe  func(context.Context, Event)
 
 	mu        sync.Mutex // guards pruners and closed
 	pruners   []chan struct{}
@@ -71,6 +72,9 @@ type options struct {
 	cache    int
 	longest  time.Duration
 	combine  bool
+	observe  func(context.Context, Event)
+	// observeSet tells WithObserver(nil), refused, from no observer.
+	observeSet bool
 }
 
 // Option configures [New].
@@ -134,6 +138,8 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 		return nil, invalidf("New: unknown mode %d", o.mode)
 	case o.attempts < 1:
 		return nil, invalidf("New: max attempts %d must be at least 1", o.attempts)
+	case o.observeSet && o.observe == nil:
+		return nil, invalidf("New: WithObserver(nil)")
 	case o.cache < 0:
 		return nil, invalidf("New: denial cache size %d must not be negative", o.cache)
 	case o.longest < 0 || o.longest%time.Millisecond != 0:
@@ -153,7 +159,7 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 		return nil, err
 	}
 	l := &Limiter{store: s, clock: o.clock, mode: o.mode, failOpen: o.failOpen,
-		attempts: o.attempts, longest: o.longest, newTicker: realTicker}
+		attempts: o.attempts, longest: o.longest, newTicker: realTicker, observe: o.observe}
 	if o.combine {
 		l.comb = newCombiner(ds)
 	}
@@ -188,6 +194,13 @@ func (l *Limiter) Check(ctx context.Context, key string, rule Rule) (Decision, e
 // hold is an error wrapping core.ErrInvalid, denied whatever the failure
 // policy.
 func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
+	if l != nil && l.observe != nil {
+		return l.observed(ctx, key, rule, cost)
+	}
+	return l.consumeN(ctx, key, rule, cost)
+}
+
+func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
 	if err := l.usable(); err != nil {
 		return Decision{Limit: rule.Max}, err
 	}
@@ -200,7 +213,7 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 		return decide(rule, now, state{reset: now + w}), nil
 	}
 	if d, ok := l.cached(key, rule, now); ok {
-		return d, nil
+		return l.gcraRetry(d, rule, now, cost), nil
 	}
 	var (
 		st  state
@@ -223,7 +236,7 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 	if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
 		l.denials.put(key, denial{until: st.reset, rule: rule}, now)
 	}
-	return decide(rule, now, st), nil
+	return l.gcraRetry(decide(rule, now, st), rule, now, cost), nil
 }
 
 // outage reports whether err is a failure of the storage, which the

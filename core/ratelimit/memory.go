@@ -22,6 +22,7 @@ type memStorage struct {
 
 type memEntry struct {
 	count, last, window int64
+	prev                int64 // SlidingWindow: the previous window's count (sliding.go)
 }
 
 func (s *memStorage) check(Mode) error {

@@ -10,13 +10,19 @@ import (
 // counter whose window may still be live is never deleted: with database
 // storage, a row goes only when its lastRequest is at least the declared
 // longest window ago ([WithLongestWindow] is required), and a rule with a
-// longer window is refused. The secondary storage expires counters itself,
-// so Prune does nothing there.
+// longer window is refused. Under [SlidingWindow] a window's counter is
+// weighed until the next window ends, so a row goes only when its window
+// started at least twice the longest window ago. The secondary storage
+// expires counters itself, so Prune does nothing there.
 func (l *Limiter) Prune(ctx context.Context) (int64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
 	}
-	n, err := l.store.prune(ctx, l.now(), l.longest.Milliseconds())
+	longest := l.longest.Milliseconds()
+	if l.mode == SlidingWindow {
+		longest *= 2 // a window's counter is weighed until the next window ends
+	}
+	n, err := l.store.prune(ctx, l.now(), longest)
 	if err != nil {
 		return n, fmt.Errorf("ratelimit: Prune: %w", err)
 	}

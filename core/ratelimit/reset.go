@@ -17,11 +17,18 @@ import (
 // a reset must take effect everywhere at once, run those limiters with
 // WithDenialCache(0). A decision in flight when Reset runs may be counted
 // in the old window or the new one, never in both.
+//
+// Under [SlidingWindow], Database and Secondary storages keep a counter per
+// window, which only the rule's window finds: Reset refuses there (an
+// error wrapping core.ErrInvalid); use [Limiter.ResetRule].
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := l.usable(); err != nil {
 		return err
 	}
 	if err := checkKey(key); err != nil {
+		return err
+	}
+	if err := l.slidingReset(); err != nil {
 		return err
 	}
 	if l.denials != nil {

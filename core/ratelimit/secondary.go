@@ -27,6 +27,12 @@ func (s *secondaryStorage) check(m Mode) error {
 	if isNil(s.s) {
 		return invalidf("Secondary: nil storage (%T)", s.s)
 	}
+	if m == GCRA {
+		return s.checkGCRA()
+	}
+	if m == SlidingWindow {
+		return s.checkSliding()
+	}
 	if m != FixedWindow {
 		return invalidf("Secondary: a TTL counter is a fixed window; BetterAuthWindow needs Database or Memory storage")
 	}

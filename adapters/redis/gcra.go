@@ -1,0 +1,44 @@
+package sluiceredis
+
+import (
+	"context"
+	_ "embed"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+//go:embed lua/gcra.lua
+var gcraLua string
+
+// gcraScript touches one key, so it runs on Redis Cluster as is.
+var gcraScript = redis.NewScript(gcraLua)
+
+// AdvanceTAT advances the theoretical arrival time at key in one Lua
+// script (GET, and SET with a millisecond expiry when it advances): the
+// rate limiter's GCRA mode (see core.TATAdvancer). The key expires when
+// the caller's clock reaches the stored time, counted by Redis from the
+// call, so a skew between the two clocks moves nothing. now, increment
+// and limit must be in [0, 2^51): the script computes in doubles.
+func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, limit int64) (int64, bool, error) {
+	for _, a := range []struct {
+		name string
+		v    int64
+	}{{"now", now}, {"increment", increment}, {"limit", limit}} {
+		if a.v < 0 || a.v >= maxCalc {
+			return 0, false, fmt.Errorf("sluiceredis: advance tat: %w: %s %d is outside [0, 2^51)", core.ErrInvalid, a.name, a.v)
+		}
+	}
+	res, err := gcraScript.Run(ctx, s.client, []string{s.prefix + key}, now, increment, limit).Int64Slice()
+	if err != nil {
+		return 0, false, fmt.Errorf("sluiceredis: advance tat: %w", err)
+	}
+	if len(res) != 2 {
+		return 0, false, fmt.Errorf("sluiceredis: advance tat: the script answered %d values, not 2", len(res))
+	}
+	return res[0], res[1] == 1, nil
+}
+
+var _ core.TATAdvancer = (*Storage)(nil)

@@ -1,0 +1,20 @@
+-- gcra: core.TATAdvancer.AdvanceTAT on the theoretical arrival time (epoch
+-- ms) at KEYS[1], as one atomic step. ARGV: now, increment, limit.
+-- t = max(stored, now); when t + increment - now <= limit the key becomes
+-- t + increment, expiring when that time is reached, and {t + increment, 1}
+-- is returned; otherwise nothing changes and {t, 0} is returned. An
+-- increment of 0 writes nothing.
+local now, inc, limit = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local tat = now
+local raw = redis.call('GET', KEYS[1])
+if raw then
+  local v = tonumber(raw)
+  if not v then return redis.error_reply('the value at ' .. KEYS[1] .. ' is not a time in milliseconds') end
+  if v > tat then tat = v end
+end
+if tat + inc - now > limit then return {tat, 0} end
+if inc > 0 then
+  tat = tat + inc
+  redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', tat - now))
+end
+return {tat, 1}

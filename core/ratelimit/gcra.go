@@ -1,0 +1,239 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// This file is the GCRA mode (see "GCRA" in the package documentation):
+// one theoretical arrival time (tat, epoch ms) per key. A request of cost c
+// is admitted iff max(tat, now) + c·T − now ≤ Max·T, and then
+// tat := max(tat, now) + c·T, where T = ⌈Window/Max⌉ ms.
+//
+// The storages report a GCRA decision as a state, in the terms decide
+// turns into a Decision:
+//   - count is Max − Remaining, Remaining = ⌊(Max·T − (tat − now))/T⌋
+//     (tat after the request when it was admitted, as it stands otherwise);
+//   - reset is, for an admitted request or an allowed check, tat: the
+//     instant the bucket is full again; for a denial, the instant a
+//     request of cost 1 fits, tat + T − Max·T. A denial thus has count ≥
+//     Max exactly when reset > now, and the denial cache, which keeps a key
+//     whose count is at Max until reset, is exact. A denied request of
+//     cost c fits (c − 1)·T later: gcraRetry moves its Reset and
+//     RetryAfter there.
+
+// gcraInterval is the emission interval T in milliseconds: Window/Max
+// rounded up, so that the rate never exceeds Max per Window. rule.Max > 0.
+func gcraInterval(rule Rule) int64 {
+	w := rule.Window.Milliseconds()
+	if rule.Max <= 0 {
+		return w
+	}
+	return (w + rule.Max - 1) / rule.Max
+}
+
+// gcraState reports tat (the key's, not below now) to decide: admitted
+// with tat the new one, or denied with tat as stored.
+func gcraState(rule Rule, t, tat, now int64, allowed bool) state {
+	tat = max(tat, now)
+	burst := rule.Max * t
+	remaining := min(max((burst-(tat-now))/t, 0), rule.Max)
+	st := state{allowed: allowed, count: rule.Max - remaining, reset: tat}
+	if !allowed {
+		st.reset = tat + t - burst
+	}
+	return st
+}
+
+// gcraPeek judges a stored tat for a check: allowed when a request of
+// cost 1 fits.
+func gcraPeek(rule Rule, t, tat, now int64) state {
+	tat = max(tat, now)
+	return gcraState(rule, t, tat, now, tat+t-now <= rule.Max*t)
+}
+
+// gcraRetry moves a GCRA denial of cost c > 1 to the instant that cost
+// fits, (c − 1)·T after the one a request of cost 1 fits, which is what
+// the state (and the denial cache) holds. A cost above Max never fits and
+// keeps the state's Reset.
+func (l *Limiter) gcraRetry(d Decision, rule Rule, now, cost int64) Decision {
+	if l.mode != GCRA || d.Allowed || cost <= 1 || cost > rule.Max {
+		return d
+	}
+	at := d.Reset.UnixMilli() + (cost-1)*gcraInterval(rule)
+	d.Reset = time.UnixMilli(at).UTC()
+	d.RetryAfter = time.Duration(max(at-now, 0)) * time.Millisecond
+	return d
+}
+
+// consumeGCRA keeps the tat in the rateLimit row's lastRequest (count stays
+// 0). In steady state (tat > now) an admitted request is one guarded
+// increment: lastRequest += c·T where lastRequest > now and lastRequest ≤
+// now + Max·T − c·T, which returns the new tat. On a miss it reads the row:
+// none is created with tat now + c·T (a unique conflict means a concurrent
+// opener won: try again); a tat at or before now (an empty bucket) is set
+// to now + c·T guarded on lastRequest ≤ now, so one concurrent caller
+// wins; a tat too far ahead is a denial; a tat with room means the row
+// changed since the increment: try again.
+func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, attempts int) (state, error) {
+	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	if err := s.ready(ctx); err != nil {
+		return state{}, err
+	}
+	t := gcraInterval(rule)
+	burst, inc := rule.Max*t, cost*t
+	for range attempts {
+		if err := ctx.Err(); err != nil {
+			return state{}, err
+		}
+		sc := requests.Get().(*request)
+		sc.inc["lastRequest"] = inc
+		tat, ok, err := s.db.IncrementValue(ctx, core.IncrementRequest{
+			Model:     model,
+			Where:     append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now), core.Lte("lastRequest", now+burst-inc)),
+			Increment: sc.inc,
+		})
+		sc.release()
+		switch {
+		case lostRace(err):
+			continue
+		case err != nil:
+			return state{}, err
+		case ok:
+			return gcraState(rule, t, tat, now, true), nil
+		}
+
+		row, found, err := s.db.FindOne(ctx, model, core.Eq("key", key))
+		if err != nil {
+			return state{}, err
+		}
+		if !found {
+			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": int64(0), "lastRequest": now + inc}); err != nil {
+				if errors.Is(err, core.ErrConflict) {
+					continue
+				}
+				return state{}, err
+			}
+			return gcraState(rule, t, now+inc, now, true), nil
+		}
+		switch tat := row.Int("lastRequest"); {
+		case tat <= now:
+			_, ok, err := s.db.IncrementOne(ctx, core.IncrementRequest{
+				Model: model,
+				Where: []core.Where{core.Eq("key", key), core.Lte("lastRequest", now)},
+				Set:   map[string]any{"lastRequest": now + inc},
+			})
+			switch {
+			case lostRace(err):
+			case err != nil:
+				return state{}, err
+			case ok:
+				return gcraState(rule, t, now+inc, now, true), nil
+			}
+		case tat+inc-now > burst:
+			return gcraState(rule, t, tat, now, false), nil
+		}
+		// The row changed between the increment and the read: again.
+	}
+	return state{}, fmt.Errorf("%w: still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+func (s *dbStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	if err := s.fits(key); err != nil {
+		return state{}, err
+	}
+	if err := s.ready(ctx); err != nil {
+		return state{}, err
+	}
+	row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))
+	if err != nil {
+		return state{}, err
+	}
+	tat := now
+	if ok {
+		tat = row.Int("lastRequest")
+	}
+	return gcraPeek(rule, gcraInterval(rule), tat, now), nil
+}
+
+// consumeGCRA decides under the shard's lock. The entry keeps the tat in
+// last with a window of 0, so that it expires, for the bounded map, at its
+// tat: from then on the bucket is full, as with no entry.
+func (s *memStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, _ int) (state, error) {
+	if err := ctx.Err(); err != nil {
+		return state{}, err
+	}
+	t := gcraInterval(rule)
+	sh := s.m.lock(key)
+	e, ok := sh.m[key]
+	tat := now
+	if ok {
+		tat = max(e.last, now)
+	}
+	if tat+cost*t-now > rule.Max*t {
+		sh.mu.Unlock()
+		return gcraState(rule, t, tat, now, false), nil
+	}
+	tat += cost * t
+	if ok {
+		e.count, e.last, e.window = 0, tat, 0
+	} else {
+		s.m.store(sh, key, &memEntry{last: tat}, now)
+	}
+	sh.mu.Unlock()
+	return gcraState(rule, t, tat, now, true), nil
+}
+
+func (s *memStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	if err := ctx.Err(); err != nil {
+		return state{}, err
+	}
+	sh := s.m.lock(key)
+	tat := now
+	if e, ok := sh.m[key]; ok {
+		tat = e.last
+	}
+	sh.mu.Unlock()
+	return gcraPeek(rule, gcraInterval(rule), tat, now), nil
+}
+
+// consumeGCRA is one core.TATAdvancer step (check refuses GCRA on a
+// storage without it).
+func (s *secondaryStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, _ int) (state, error) {
+	t := gcraInterval(rule)
+	tat, ok, err := s.s.(core.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, cost*t, rule.Max*t)
+	if err != nil {
+		return state{}, err
+	}
+	return gcraState(rule, t, tat, now, ok), nil
+}
+
+// peekGCRA reads the tat with an advance of 0, which never writes.
+func (s *secondaryStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	t := gcraInterval(rule)
+	tat, _, err := s.s.(core.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, 0, rule.Max*t)
+	if err != nil {
+		return state{}, err
+	}
+	return gcraPeek(rule, t, tat, now), nil
+}
+
+// checkGCRA is the secondary storage's check for GCRA.
+func (s *secondaryStorage) checkGCRA() error {
+	if _, ok := s.s.(core.TATAdvancer); !ok {
+		return invalidf("Secondary: GCRA needs a storage with the core.TATAdvancer capability, which %T lacks", s.s)
+	}
+	return nil
+}
+
+var (
+	_ gcraStorage = (*dbStorage)(nil)
+	_ gcraStorage = (*memStorage)(nil)
+	_ gcraStorage = (*secondaryStorage)(nil)
+)
