@@ -28,6 +28,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	_ "github.com/sluice-go/sluice/core/apikey" // the API-key fragment
 	"github.com/sluice-go/sluice/core/ratelimit"
+	_ "github.com/sluice-go/sluice/observe/otel" // the Observability fragment
 	"github.com/uptrace/bun"
 	"gorm.io/gorm"
 )

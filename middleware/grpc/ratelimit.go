@@ -1,0 +1,317 @@
+package sluicegrpc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"net/textproto"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/protoadapt"
+	"google.golang.org/protobuf/types/known/durationpb"
+)
+
+// The metadata keys the rate-limit interceptors send, the gRPC spelling of
+// ratelimit.Middleware's headers: with every limited call (as header
+// metadata, which a denial carries too) the rule's maximum, what its
+// window has left and the seconds until it ends, rounded up; with a
+// denial also the seconds to wait, rounded up and at least 1.
+const (
+	MetadataLimit      = "ratelimit-limit"
+	MetadataRemaining  = "ratelimit-remaining"
+	MetadataReset      = "ratelimit-reset"
+	MetadataRetryAfter = "retry-after"
+)
+
+// ErrorDomain is the Domain of the errdetails.ErrorInfo that every denial
+// and failure of this package carries; its Reason is a stable code:
+// ratelimit.CodeRateLimited, ratelimit.CodeUnavailable,
+// ratelimit.CodeKeyFailed, or an apikey code.
+const ErrorDomain = "sluice"
+
+// Config configures [UnaryRateLimit] and [StreamRateLimit].
+//
+// A call's rule is Methods[fullMethod] (such as "/pkg.Service/Method"),
+// else the Methods pattern ending in '*' with the longest prefix of the
+// full method ("/pkg.Service/*" for a whole service, "*" for every call),
+// else Default. Any of them may be ratelimit.Unlimited, which lets the call
+// through untouched. A stream is counted once, when it opens.
+type Config struct {
+	// Limiter decides the calls. Required.
+	Limiter *ratelimit.Limiter
+	// Default applies to methods Methods does not name. Required: set it
+	// to ratelimit.Unlimited to limit only the methods named.
+	Default ratelimit.Rule
+	// Methods maps full method names, and prefixes ending in '*', to
+	// rules.
+	Methods map[string]ratelimit.Rule
+
+	// Key, when set, names the bucket a call is counted in instead of its
+	// client address and method: a user id, an API key, a tenant. Calls
+	// with equal keys under the same rule share one budget whatever their
+	// method (the rule is part of the stored key). Any string will do: the
+	// interceptor stores ratelimit.SafeKey of it. An error, or an empty
+	// key, is never a bypass: the call fails with codes.Internal and
+	// OnError is told. Key is not called for Unlimited or skipped calls.
+	Key func(ctx context.Context, fullMethod string) (string, error)
+	// TrustedProxies are the peers whose x-forwarded-for metadata (or
+	// ClientIPHeader) is believed, read as ratelimit.ClientKey reads the
+	// headers of the same names.
+	TrustedProxies []netip.Prefix
+	// ClientIPHeader, when set, names the metadata key a trusted proxy
+	// writes the client's address in, such as "x-real-ip", instead of
+	// x-forwarded-for. TrustedProxies must be set.
+	ClientIPHeader string
+	// IPv4Prefix and IPv6Prefix group clients by this many leading bits;
+	// 0 means 32 and 64, as in ratelimit.HTTPConfig.
+	IPv4Prefix, IPv6Prefix int
+	// Skip, when set, lets the calls it reports true for through
+	// unlimited. It must not believe what a client can write unless
+	// something the client cannot forge stands behind it.
+	Skip func(ctx context.Context, fullMethod string) bool
+	// OnError, when set, receives the limiter's errors and Key's. A
+	// limiter failing closed answers codes.Unavailable; failing open, the
+	// call goes through; when the call's own context is done, it answers
+	// codes.Canceled or codes.DeadlineExceeded and the handler never runs.
+	OnError func(ctx context.Context, fullMethod string, err error)
+	// NoMetadata, when true, sends none of the Metadata* keys; a denial
+	// still carries its errdetails.RetryInfo.
+	NoMetadata bool
+	// Clock is the limiter's clock, for MetadataReset (default time.Now);
+	// give the one passed to ratelimit.WithClock, if any.
+	Clock func() time.Time
+}
+
+type prefixRule struct {
+	prefix string
+	rule   ratelimit.Rule
+}
+
+// limiter is a checked Config.
+type limiter struct {
+	cfg      Config
+	client   ratelimit.HTTPConfig // for ClientKey: the client fields of cfg
+	exact    map[string]ratelimit.Rule
+	prefixes []prefixRule // longest first
+}
+
+// UnaryRateLimit returns a unary server interceptor that limits calls as
+// cfg says. A denied call fails with codes.ResourceExhausted, an
+// errdetails.RetryInfo whose RetryDelay is how long to wait, an
+// errdetails.ErrorInfo (Reason ratelimit.CodeRateLimited, Domain
+// [ErrorDomain]) and the Metadata* header metadata; the handler does not
+// run. An admitted call carries MetadataLimit, MetadataRemaining and
+// MetadataReset in its header metadata.
+//
+// The default key is the client's address, grouped as
+// ratelimit.ClientKey groups it (IPv4 alone, IPv6 by its /64, IPv4-mapped
+// IPv6 as IPv4; ratelimit.UnknownClient for a peer without an IP address,
+// such as a Unix socket or bufconn, all of which then share one bucket
+// per method), then "|" and the full method.
+//
+// A bad configuration is an error wrapping core.ErrInvalid.
+func UnaryRateLimit(cfg Config) (grpc.UnaryServerInterceptor, error) {
+	l, err := newLimiter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		md, err := l.decide(ctx, info.FullMethod)
+		if md != nil {
+			_ = grpc.SetHeader(ctx, md)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}, nil
+}
+
+// StreamRateLimit returns a stream server interceptor that limits the
+// opening of streams as cfg says, answering as [UnaryRateLimit] does. Each
+// stream counts once, whatever number of messages it carries.
+func StreamRateLimit(cfg Config) (grpc.StreamServerInterceptor, error) {
+	l, err := newLimiter(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		md, err := l.decide(ss.Context(), info.FullMethod)
+		if md != nil {
+			_ = ss.SetHeader(md)
+		}
+		if err != nil {
+			return err
+		}
+		return handler(srv, ss)
+	}, nil
+}
+
+func newLimiter(cfg Config) (*limiter, error) {
+	// ratelimit.Middleware checks the limiter, the rules (against the
+	// limiter's longest window too) and the client fields as the HTTP
+	// middleware has them; its answer is discarded.
+	client := ratelimit.HTTPConfig{Limiter: cfg.Limiter, Default: cfg.Default, TrustedProxies: cfg.TrustedProxies,
+		ClientIPHeader: cfg.ClientIPHeader, IPv4Prefix: cfg.IPv4Prefix, IPv6Prefix: cfg.IPv6Prefix}
+	if _, err := ratelimit.Middleware(client); err != nil {
+		return nil, fmt.Errorf("sluicegrpc: Config (checked as ratelimit.HTTPConfig): %w", err)
+	}
+	l := &limiter{cfg: cfg, client: client, exact: map[string]ratelimit.Rule{}}
+	if l.cfg.Clock == nil {
+		l.cfg.Clock = time.Now
+	}
+	for m, rule := range cfg.Methods {
+		if rule != ratelimit.Unlimited {
+			check := ratelimit.HTTPConfig{Limiter: cfg.Limiter, Default: rule}
+			if _, err := ratelimit.Middleware(check); err != nil {
+				return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q] (checked as ratelimit.HTTPConfig.Default): %w", m, err)
+			}
+		}
+		switch i := strings.IndexByte(m, '*'); {
+		case i < 0 && strings.HasPrefix(m, "/"):
+			l.exact[m] = rule
+		case i == len(m)-1:
+			l.prefixes = append(l.prefixes, prefixRule{prefix: m[:i], rule: rule})
+		default:
+			return nil, fmt.Errorf("sluicegrpc: %w: Config.Methods[%q]: a key is a full method (\"/pkg.Service/Method\") or a prefix ending in '*'",
+				core.ErrInvalid, m)
+		}
+	}
+	sort.Slice(l.prefixes, func(i, j int) bool { return len(l.prefixes[i].prefix) > len(l.prefixes[j].prefix) })
+	return l, nil
+}
+
+func (l *limiter) ruleFor(method string) ratelimit.Rule {
+	if rule, ok := l.exact[method]; ok {
+		return rule
+	}
+	for _, p := range l.prefixes {
+		if strings.HasPrefix(method, p.prefix) {
+			return p.rule
+		}
+	}
+	return l.cfg.Default
+}
+
+// decide counts the call and returns the header metadata to send and the
+// error to answer with (nil: run the handler).
+func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error) {
+	rule := l.ruleFor(method)
+	if rule == ratelimit.Unlimited || (l.cfg.Skip != nil && l.cfg.Skip(ctx, method)) {
+		return nil, nil
+	}
+	key, err := l.key(ctx, method, rule)
+	if err != nil {
+		l.report(ctx, method, err)
+		return nil, failure(codes.Internal, ratelimit.CodeKeyFailed, "The request could not be identified for rate limiting.")
+	}
+	d, err := l.cfg.Limiter.Consume(ctx, key, rule)
+	if err != nil {
+		l.report(ctx, method, err)
+		switch {
+		case ctx.Err() != nil:
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case d.Allowed: // the limiter fails open
+			return nil, nil
+		}
+		return nil, failure(codes.Unavailable, ratelimit.CodeUnavailable, "The rate limiter is unavailable. Please try again later.")
+	}
+	var md metadata.MD
+	if !l.cfg.NoMetadata {
+		md = metadata.Pairs(MetadataLimit, itoa(d.Limit), MetadataRemaining, itoa(d.Remaining),
+			MetadataReset, itoa(seconds(d.Reset.Sub(l.cfg.Clock()))))
+		if !d.Allowed {
+			md.Set(MetadataRetryAfter, itoa(max(seconds(d.RetryAfter), 1)))
+		}
+	}
+	if d.Allowed {
+		return md, nil
+	}
+	return md, denial(codes.ResourceExhausted, ratelimit.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter)
+}
+
+func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (string, error) {
+	if l.cfg.Key == nil {
+		return ratelimit.SafeKey(l.clientKey(ctx) + "|" + method), nil
+	}
+	k, err := l.cfg.Key(ctx, method)
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("sluicegrpc: Config.Key: %w", err)
+	case k == "":
+		return "", errors.New("sluicegrpc: Config.Key returned an empty key")
+	}
+	return ratelimit.SafeKey(k + "|" + rule.String()), nil
+}
+
+// clientKey is ratelimit's client key of the call's peer, and of what a
+// trusted proxy reports in the call's metadata.
+func (l *limiter) clientKey(ctx context.Context) string {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return ratelimit.UnknownClient
+	}
+	r := &http.Request{RemoteAddr: p.Addr.String()}
+	if len(l.cfg.TrustedProxies) > 0 {
+		md, _ := metadata.FromIncomingContext(ctx)
+		name := l.cfg.ClientIPHeader
+		if name == "" {
+			name = "x-forwarded-for"
+		}
+		if vals := md.Get(name); len(vals) > 0 {
+			r.Header = http.Header{textproto.CanonicalMIMEHeaderKey(name): vals}
+		}
+	}
+	return l.client.ClientKey(r)
+}
+
+func (l *limiter) report(ctx context.Context, method string, err error) {
+	if l.cfg.OnError != nil {
+		l.cfg.OnError(ctx, method, err)
+	}
+}
+
+// failure is a status with an errdetails.ErrorInfo naming code.
+func failure(c codes.Code, code, msg string) error {
+	st, err := status.New(c, msg).WithDetails(&errdetails.ErrorInfo{Reason: code, Domain: ErrorDomain})
+	if err != nil {
+		return status.Error(c, msg)
+	}
+	return st.Err()
+}
+
+// denial is failure with an errdetails.RetryInfo when wait is positive.
+func denial(c codes.Code, code, msg string, wait time.Duration) error {
+	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: code, Domain: ErrorDomain}}
+	if wait > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
+	}
+	st, err := status.New(c, msg).WithDetails(details...)
+	if err != nil {
+		return status.Error(c, msg)
+	}
+	return st.Err()
+}
+
+// seconds is d in whole seconds, rounded up; 0 for d ≤ 0.
+func seconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
