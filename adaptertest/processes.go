@@ -334,12 +334,12 @@ func (c *child) await(t *testing.T, prefix string) string {
 
 // processRun is one RunProcesses call's state in the test process.
 type processRun struct {
-	target    ProcessTarget
-	addr      string
-	tables    map[string]string
-	prefix    string
-	db        *core.DB // the test process's own pool
-	storage   core.SecondaryStorage
+	target  ProcessTarget
+	addr    string
+	tables  map[string]string
+	prefix  string
+	db      *core.DB // the test process's own pool
+	storage core.SecondaryStorage
 }
 
 // wave starts the children on key, releases them together, and returns
