@@ -37,6 +37,9 @@ type dbStorage struct {
 	// key not remembered, reads the row and decides on it as before.
 	starts *boundedMap[window]
 
+	// tats remembers each GCRA key's tat (see consumeGCRA in gcra.go).
+	tats tatMemo
+
 	// The schema check runs until it first succeeds, one caller at a time:
 	// gate is the lock, taken with the caller's context so that a hung
 	// check holds up nobody past their deadline; checked is the fast path.

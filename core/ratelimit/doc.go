@@ -155,15 +155,20 @@
 // holds for GCRA too.
 //
 // On [Database] storage the tat lives in the rateLimit row's lastRequest
-// (count stays 0): no schema change. In steady state (tat > now) an
-// admitted request is one guarded increment, lastRequest += c·T guarded on
-// the key, lastRequest > now and lastRequest ≤ now + Max·T − c·T, which
-// returns the new tat: one round trip. On a miss the row is read: none is
-// created with tat now + c·T (a unique conflict means a concurrent opener
-// won, so it tries again); a tat at or before now (an empty bucket) is set
-// to now + c·T guarded on lastRequest ≤ now, so one concurrent caller
-// wins; a tat too far ahead is a denial; otherwise the row changed, and it
-// tries again, within the same bound on lost races. A key must be used
+// (count stays 0): no schema change. An admitted request is one guarded
+// write, one round trip: on a busy key (tat > now) the increment
+// lastRequest += c·T guarded on the key, lastRequest > now and lastRequest
+// ≤ now + Max·T − c·T, which returns the new tat; on an idle one (tat ≤
+// now, an empty bucket) the set lastRequest := now + c·T guarded on
+// lastRequest ≤ now, so one concurrent caller wins. The storage picks
+// which to try first from the tat this process last saw for the key (a
+// bounded memory; an unknown key tries the set). On a miss the row is
+// read: none is created with tat now + c·T (a unique conflict means a
+// concurrent opener won, so it tries again); a tat at or before now is
+// set, one with room incremented, one too far ahead is a denial; a write
+// after the read that misses means the row changed, and it tries again,
+// within the same bound on lost races. A wrong guess costs round trips,
+// never exactness: every guard is in the database. A key must be used
 // with one algorithm: a fixed-window row read as a tat, or the reverse,
 // decides nonsense. [Limiter.Prune] is safe: it deletes rows whose
 // lastRequest is the longest window past, and a tat in the past is an

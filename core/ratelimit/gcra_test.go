@@ -269,3 +269,55 @@ func TestGCRAConfiguration(t *testing.T) {
 		t.Errorf("GCRA with write combining: %v, want ErrInvalid", err)
 	}
 }
+
+// TestGCRARoundTripsPerKeyState counts the database round trips of one
+// admitted request by what the key's row holds and what this process has
+// seen of it: an idle key (its tat at or before now) and a busy one (tat
+// ahead) are one guarded write each, whether this process wrote the row
+// or another one did; a fresh key is a set that misses, a read and the
+// creation. A busy key this process last saw idle costs the set that
+// misses, then the increment; one it never saw, the set, a read and the
+// increment. The old order (the increment first, then a read) took 3 on
+// an idle key.
+func TestGCRARoundTripsPerKeyState(t *testing.T) {
+	ctx := context.Background()
+	rule := ratelimit.Rule{Window: time.Minute, Max: 100} // T = 600 ms
+	b := backends(t)[0]
+	if b.name != "database" {
+		t.Fatalf("backend %q, want database (native IncrementOne)", b.name)
+	}
+	c := newClock()
+	here := newGCRA(t, b.storage(c), c)
+	there := newGCRA(t, b.storage(c), c) // another process on the same table
+	third := newGCRA(t, b.storage(c), c)
+	consume := func(l *ratelimit.Limiter, key string) int64 {
+		t.Helper()
+		before := b.calls()
+		if d, err := l.Consume(ctx, key, rule); err != nil || !d.Allowed {
+			t.Fatalf("%s: %+v, %v", key, d, err)
+		}
+		return b.calls() - before
+	}
+	for _, s := range []struct {
+		name string
+		at   time.Duration
+		l    *ratelimit.Limiter
+		key  string
+		want int64
+	}{
+		{"fresh key", 0, here, "k", 3},
+		{"busy key", 0, here, "k", 1},
+		{"idle key", 10 * time.Second, here, "k", 1},
+		{"fresh key, elsewhere", 10 * time.Second, there, "o", 3},
+		{"idle key written elsewhere", 20 * time.Second, here, "o", 1},
+		{"busy key last seen idle here", 20 * time.Second, there, "o", 2},
+		{"busy key again", 20 * time.Second, here, "o", 1},
+		{"busy key never seen here", 20 * time.Second, third, "o", 3},
+		{"busy key seen here", 20 * time.Second, third, "o", 1},
+	} {
+		c.Set(s.at)
+		if n := consume(s.l, s.key); n != s.want {
+			t.Errorf("%s: %d round trips, want %d", s.name, n, s.want)
+		}
+	}
+}

@@ -15,6 +15,8 @@ end
 if tat + inc - now > limit then return {tat, 0} end
 if inc > 0 then
   tat = tat + inc
-  redis.call('SET', KEYS[1], string.format('%d', tat), 'PX', string.format('%d', tat - now))
+  -- Numbers go as they are: Redis writes an integral double below 2^53
+  -- with no exponent, and the inputs are below 2^51.
+  redis.call('SET', KEYS[1], tat, 'PX', tat - now)
 end
 return {tat, 1}
