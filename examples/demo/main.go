@@ -10,7 +10,8 @@
 //	go run ./examples/demo burst -n 200 -url http://127.0.0.1:8080/hello
 //
 // Every flag also reads an environment variable: SLUICE_DEMO_ADDR,
-// SLUICE_DEMO_ORM, SLUICE_DEMO_DB, SLUICE_DEMO_DSN, SLUICE_DEMO_REDIS.
+// SLUICE_DEMO_ORM, SLUICE_DEMO_DB, SLUICE_DEMO_DSN, SLUICE_DEMO_REDIS,
+// SLUICE_DEMO_LOG_LEVEL.
 package main
 
 import (
@@ -19,7 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -60,16 +61,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, out io.
 
 // serveOptions are the server's flags.
 type serveOptions struct {
-	addr string
-	cfg  server.Config
+	addr  string
+	level slog.Level
+	cfg   server.Config
 }
 
 // burstOptions are the burst command's flags.
 type burstOptions struct {
-	url string
-	n   int
-	key string
-	cfg server.Config // the in-process server's, when url is empty
+	url   string
+	n     int
+	key   string
+	level slog.Level
+	cfg   server.Config // the in-process server's, when url is empty
 }
 
 // databaseFlags declares the flags that choose the ORM, the database and the
@@ -82,12 +85,33 @@ func databaseFlags(fs *flag.FlagSet, cfg *server.Config, getenv func(string) str
 	fs.StringVar(&cfg.Redis, "redis", getenv("SLUICE_DEMO_REDIS"), "Redis address (host:port) for the per-IP rate-limit counters; default the database")
 }
 
+// logLevelFlag declares -log-level, defaulting to SLUICE_DEMO_LOG_LEVEL or
+// else def.
+func logLevelFlag(fs *flag.FlagSet, level *slog.Level, def slog.Level, getenv func(string) string) error {
+	if v := getenv("SLUICE_DEMO_LOG_LEVEL"); v != "" {
+		if err := def.UnmarshalText([]byte(v)); err != nil {
+			return fmt.Errorf("SLUICE_DEMO_LOG_LEVEL: %w", err)
+		}
+	}
+	fs.TextVar(level, "log-level", def,
+		"log level: debug (every decision and verification), info (denials), warn, error")
+	return nil
+}
+
+// newLogger logs to w as text, from level up.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
 func parseServe(args []string, getenv func(string) string, out io.Writer) (serveOptions, error) {
 	var o serveOptions
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.StringVar(&o.addr, "addr", or(getenv("SLUICE_DEMO_ADDR"), "127.0.0.1:8080"), "address to listen on")
 	databaseFlags(fs, &o.cfg, getenv)
+	if err := logLevelFlag(fs, &o.level, slog.LevelInfo, getenv); err != nil {
+		return o, err
+	}
 	fs.Usage = func() {
 		fmt.Fprintln(out, "usage: demo [flags]\n       demo burst [-n 200] [-url URL] [-key KEY] [flags]\n\nflags:")
 		fs.PrintDefaults()
@@ -109,6 +133,11 @@ func parseBurst(args []string, getenv func(string) string, out io.Writer) (burst
 	fs.StringVar(&o.url, "url", "", "route to fire at; default /hello on a server started in this process")
 	fs.StringVar(&o.key, "key", "", "API key to send in the x-api-key header")
 	databaseFlags(fs, &o.cfg, getenv)
+	// The in-process server would log every one of the burst's denials
+	// at info: warn by default.
+	if err := logLevelFlag(fs, &o.level, slog.LevelWarn, getenv); err != nil {
+		return o, err
+	}
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -130,7 +159,7 @@ func or(v, def string) string {
 
 // serve runs the server until ctx ends.
 func serve(ctx context.Context, o serveOptions, out io.Writer) error {
-	o.cfg.ErrorLog = log.New(os.Stderr, "demo: ", log.LstdFlags)
+	o.cfg.Logger = newLogger(os.Stderr, o.level)
 	srv, err := server.New(ctx, o.cfg)
 	if err != nil {
 		return err
@@ -163,7 +192,7 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 func burst(ctx context.Context, o burstOptions, out io.Writer) error {
 	url := o.url
 	if url == "" {
-		o.cfg.ErrorLog = log.New(os.Stderr, "demo: ", log.LstdFlags)
+		o.cfg.Logger = newLogger(os.Stderr, o.level)
 		srv, err := server.New(ctx, o.cfg)
 		if err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -37,6 +38,36 @@ func TestFlagsAndEnvironment(t *testing.T) {
 	}
 	if b.n != 7 || b.url != "http://h/hello" || b.key != "k" {
 		t.Errorf("burst flags: %+v", b)
+	}
+}
+
+func TestLogLevel(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		env   string
+		serve slog.Level // the server's level
+		burst slog.Level // burst's, with the same arguments
+	}{
+		{nil, "", slog.LevelInfo, slog.LevelWarn},
+		{nil, "debug", slog.LevelDebug, slog.LevelDebug},
+		{[]string{"-log-level", "error"}, "debug", slog.LevelError, slog.LevelError},
+		{[]string{"-log-level", "WARN"}, "", slog.LevelWarn, slog.LevelWarn},
+	} {
+		e := env(map[string]string{"SLUICE_DEMO_LOG_LEVEL": tc.env})
+		o, err := parseServe(tc.args, e, io.Discard)
+		if err != nil || o.level != tc.serve {
+			t.Errorf("%q with SLUICE_DEMO_LOG_LEVEL=%q: level %v (error %v), want %v", tc.args, tc.env, o.level, err, tc.serve)
+		}
+		b, err := parseBurst(tc.args, e, io.Discard)
+		if err != nil || b.level != tc.burst {
+			t.Errorf("burst %q with SLUICE_DEMO_LOG_LEVEL=%q: level %v (error %v), want %v", tc.args, tc.env, b.level, err, tc.burst)
+		}
+	}
+	if _, err := parseServe(nil, env(map[string]string{"SLUICE_DEMO_LOG_LEVEL": "loud"}), io.Discard); err == nil || !strings.Contains(err.Error(), "SLUICE_DEMO_LOG_LEVEL") {
+		t.Errorf("a bad SLUICE_DEMO_LOG_LEVEL: error %v, want one naming it", err)
+	}
+	if _, err := parseServe([]string{"-log-level", "loud"}, env(nil), io.Discard); err == nil {
+		t.Error("a bad -log-level: no error")
 	}
 }
 

@@ -35,5 +35,8 @@ func (s *Server) Banner(base string) string {
 	line("  # 5. 200 concurrent requests at once: exactly %d are admitted (wait %v first if you just ran 1).", h.Max, h.Window)
 	line("  go run ./examples/demo burst -n 200 -url %s/hello", base)
 	line("  go run ./examples/demo burst -n 50 -url %s/api/data -key \"$(curl -s -X POST %s/keys | sed -E 's/.*\"key\":\"([^\"]+)\".*/\\1/')\"", base, base)
+	line("")
+	line("  # 6. The decisions and verifications counted by outcome (Prometheus text format).")
+	line("  curl -s %s/metrics | grep -E '^sluice_(ratelimit_decisions|apikey_verifications)_total'", base)
 	return b.String()
 }

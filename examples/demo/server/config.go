@@ -3,7 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
-	"log"
+	"log/slog"
 	"regexp"
 	"slices"
 	"strings"
@@ -63,9 +63,12 @@ type Config struct {
 	Naming core.Naming
 	// DropTables makes Close drop the tables New created (tests).
 	DropTables bool
-	// ErrorLog, when set, receives the rate limiter's storage errors (the
-	// request then gets 503: the limiter fails closed).
-	ErrorLog *log.Logger
+	// Logger receives a record of every rate-limit decision and API-key
+	// verification: Debug when admitted, Info when denied, Error on a
+	// storage error (the request then gets 503: the limiter fails closed).
+	// Rate-limit keys (client IPs) appear only as a keyed hash, key_hash;
+	// API keys never, only their numeric id. Default: no logging.
+	Logger *slog.Logger
 	// Clock is the time source of the rate limiter and the key manager
 	// (default time.Now). Tests inject a clock they move by hand.
 	Clock func() time.Time
@@ -129,6 +132,9 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.RedisPrefix == "" {
 		c.RedisPrefix = "sluice-demo:"
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	if c.Clock == nil {
 		c.Clock = time.Now

@@ -18,5 +18,14 @@
 //   - GET /api/data: needs a key in the x-api-key header; each request
 //     spends one unit of the key's quota and of its rate limit, in one
 //     guarded write, through apikey's middleware.
+//   - GET /metrics: the decisions and verifications counted by outcome,
+//     with their durations and round trips, in the Prometheus text format.
 //   - GET /: what to try, as plain text.
+//
+// # Logs
+//
+// Every rate-limit decision and API-key verification is logged on
+// [Config].Logger: Debug when admitted, Info when denied, Error on a
+// storage error. The rate-limit key, which holds the client's IP address,
+// appears only as a keyed hash; API keys never appear.
 package server

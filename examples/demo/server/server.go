@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluiceotel "github.com/sluice-go/sluice/observe/otel"
 )
 
 // Server is the demo's HTTP handler and what it runs on. Build it with New
@@ -22,6 +25,7 @@ type Server struct {
 	db      *database
 	redis   *redis.Client
 	handler http.Handler
+	meters  *sdkmetric.MeterProvider
 
 	// Limiter limits requests per client IP.
 	Limiter *ratelimit.Limiter
@@ -61,7 +65,21 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		}
 		storage = ratelimit.Secondary(rs)
 	}
-	if s.Limiter, err = ratelimit.New(storage, ratelimit.WithClock(cfg.Clock)); err != nil {
+	// Every decision and verification goes to the log and to the metrics
+	// that GET /metrics shows.
+	meters, reader := newMetrics()
+	s.meters = meters
+	rlMetrics, err := sluiceotel.RateLimitObserver(sluiceotel.WithMeterProvider(meters))
+	if err != nil {
+		return nil, err
+	}
+	keyMetrics, err := sluiceotel.APIKeyObserver(sluiceotel.WithMeterProvider(meters))
+	if err != nil {
+		return nil, err
+	}
+	log := cfg.Logger
+	if s.Limiter, err = ratelimit.New(storage, ratelimit.WithClock(cfg.Clock),
+		ratelimit.WithObserver(fanOut(rateLimitLogger(log, newKeyHasher()), rlMetrics))); err != nil {
 		return nil, err
 	}
 	limit, err := ratelimit.Middleware(ratelimit.HTTPConfig{
@@ -69,22 +87,21 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		Default: ratelimit.Unlimited, // /api/* is limited per key instead
 		Paths:   map[string]ratelimit.Rule{"/hello": cfg.Hello, "/keys": cfg.CreateKeys},
 		OnError: func(r *http.Request, err error) {
-			if cfg.ErrorLog != nil {
-				cfg.ErrorLog.Printf("rate limiter: %s %s: %v", r.Method, r.URL.Path, err)
-			}
+			log.LogAttrs(r.Context(), slog.LevelError, "rate limit: request refused",
+				slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	if s.Keys, err = apikey.New(s.db.db, apikey.WithClock(cfg.Clock)); err != nil {
+	if s.Keys, err = apikey.New(s.db.db, apikey.WithClock(cfg.Clock),
+		apikey.WithObserver(fanOut(apiKeyLogger(log), keyMetrics))); err != nil {
 		return nil, err
 	}
 
 	requireKey, err := s.Keys.Middleware(apikey.OnError(func(r *http.Request, err error) {
-		if cfg.ErrorLog != nil {
-			cfg.ErrorLog.Printf("API key: %s %s: %v", r.Method, r.URL.Path, err)
-		}
+		log.LogAttrs(r.Context(), slog.LevelError, "API key: request refused",
+			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
 	}))
 	if err != nil {
 		return nil, err
@@ -95,6 +112,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	mux.HandleFunc("GET /hello", s.hello)
 	mux.HandleFunc("POST /keys", s.createKey)
 	mux.Handle("GET /api/data", requireKey(http.HandlerFunc(s.data)))
+	mux.Handle("GET /metrics", metricsHandler(reader))
 	s.handler = limit(mux)
 	return s, nil
 }
@@ -108,6 +126,9 @@ func (s *Server) Close() error {
 	var errs []error
 	if s.Limiter != nil {
 		errs = append(errs, s.Limiter.Close())
+	}
+	if s.meters != nil {
+		errs = append(errs, s.meters.Shutdown(context.Background()))
 	}
 	if s.redis != nil {
 		errs = append(errs, s.redis.Close())
