@@ -74,18 +74,22 @@ func TestAdvanceTAT(t *testing.T) {
 	if ttl, err := client.PTTL(ctx, prefix+"ttl").Result(); err != nil || ttl <= 50*time.Second || ttl > 60*time.Second {
 		t.Fatalf("PTTL %v, %v; want just under 60 s (tat 61000 − now 1000)", ttl, err)
 	}
+	// The times are the caller's, but Redis expires a written key after
+	// tat − now of real time: steps are in units of 10 s, so that no key
+	// expires between two steps however slowly the test runs.
+	const u = 10_000
 	for i, c := range []struct {
 		now, inc, limit, tat int64
 		ok                   bool
 	}{
-		{1000, 0, 10, 1000, true},  // none: reads now, writes nothing
-		{1000, 6, 10, 1006, true},  // advances from now
-		{1000, 6, 10, 1006, false}, // 1012 − 1000 > 10: refused, unchanged
-		{1001, 0, 4, 1006, false},  // a check: 1006 − 1001 > 4
-		{1002, 6, 10, 1012, true},  // fits exactly
-		{5000, 3, 10, 5003, true},  // past the tat: from now
-		{5000, 0, 0, 5003, false},  // nothing written by a check
-		{5003, 0, 0, 5003, true},   // the tat reached: an empty bucket
+		{1000 * u, 0, 10 * u, 1000 * u, true},      // none: reads now, writes nothing
+		{1000 * u, 6 * u, 10 * u, 1006 * u, true},  // advances from now
+		{1000 * u, 6 * u, 10 * u, 1006 * u, false}, // 1012 − 1000 > 10: refused, unchanged
+		{1001 * u, 0, 4 * u, 1006 * u, false},      // a check: 1006 − 1001 > 4
+		{1002 * u, 6 * u, 10 * u, 1012 * u, true},  // fits exactly
+		{5000 * u, 3 * u, 10 * u, 5003 * u, true},  // past the tat: from now
+		{5000 * u, 0, 0, 5003 * u, false},          // nothing written by a check
+		{5003 * u, 0, 0, 5003 * u, true},           // the tat reached: an empty bucket
 	} {
 		tat, ok, err := s.AdvanceTAT(ctx, "tat", c.now, c.inc, c.limit)
 		if err != nil || tat != c.tat || ok != c.ok {
