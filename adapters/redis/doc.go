@@ -34,6 +34,16 @@
 // scripts ever write: field names are matched exactly (Go ignores case) and
 // an integer written as 1e3 or 1.0 is accepted.
 //
+// # GCRA and concurrency limits
+//
+// Storage.AdvanceTAT (core.TATAdvancer) moves a GCRA key's theoretical
+// arrival time in one script, so ratelimit.WithMode(ratelimit.GCRA) works on
+// Secondary(storage); the key expires when its time is reached. The
+// sliding window needs only IncrementBounded. *Storage is also a
+// concurrency.Store: a concurrency key's slots are one hash (slot → lease
+// end and generation), acquired, released and renewed by one script each
+// step, and expiring when its last lease ends.
+//
 // # Clients and Redis Cluster
 //
 // Any redis.UniversalClient works: *redis.Client, *redis.Ring and
