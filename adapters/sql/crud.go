@@ -276,8 +276,13 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 	return n > 0, err
 }
 
-// DeleteMany removes every matching row and returns how many.
+// DeleteMany removes every matching row and returns how many. On MySQL
+// outside a transaction the rows are found first and deleted by primary
+// key (see deleteManyByKey), so that a large prune locks no row it keeps.
 func (a *Adapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+	if a.e.features.Dialect == MySQL && !a.inTx {
+		return a.deleteManyByKey(ctx, t, where)
+	}
 	b := a.newBuilder()
 	b.write("DELETE FROM ")
 	b.ident(t.Name)
