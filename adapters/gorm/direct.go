@@ -9,6 +9,7 @@ import (
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"gorm.io/gorm"
+	"gorm.io/gorm/callbacks"
 )
 
 // The direct path. gorm runs a raw statement by building a Statement on a
@@ -31,84 +32,35 @@ import (
 // The chains are read at each statement, so a callback registered after
 // New is honoured from its next statement on.
 
-// chain reads one gorm processor's callback list, which gorm does not
-// export: its fields are located once by reflection. If a gorm release
-// renames them, found is false and every statement goes through gorm.
-type chain struct {
-	found     bool
-	callbacks []int // processor.callbacks
-	name      []int // callback.name
-	before    []int // callback.before
-	after     []int // callback.after
-	remove    []int // callback.remove
-	replace   []int // callback.replace
-	match     []int // callback.match
-}
-
-var gormChain = func() chain {
-	var c chain
+// fnsIndex locates a gorm processor's compiled callback list (its fns,
+// which gorm does not export), once. If a gorm release renames it, every
+// statement goes through gorm.
+var fnsIndex = func() []int {
 	// (*gorm.DB).Callback() returns gorm's callbacks, whose Raw() returns
 	// the processor.
-	cbs := reflect.TypeOf((*gorm.DB).Callback).Out(0)
-	raw, ok := cbs.MethodByName("Raw")
-	if !ok || raw.Type.NumOut() != 1 {
-		return c
+	raw, ok := reflect.TypeOf((*gorm.DB).Callback).Out(0).MethodByName("Raw")
+	if !ok || raw.Type.NumOut() != 1 || raw.Type.Out(0).Kind() != reflect.Pointer {
+		return nil
 	}
-	proc := raw.Type.Out(0)
-	if proc.Kind() != reflect.Pointer || proc.Elem().Kind() != reflect.Struct {
-		return c
+	f, ok := raw.Type.Out(0).Elem().FieldByName("fns")
+	if !ok || f.Type != reflect.TypeFor[[]func(*gorm.DB)]() {
+		return nil
 	}
-	f, ok := proc.Elem().FieldByName("callbacks")
-	if !ok || f.Type.Kind() != reflect.Slice || f.Type.Elem().Kind() != reflect.Pointer {
-		return c
-	}
-	c.callbacks = f.Index
-	cb := f.Type.Elem().Elem()
-	for _, x := range []struct {
-		name string
-		kind reflect.Kind
-		dst  *[]int
-	}{
-		{"name", reflect.String, &c.name},
-		{"before", reflect.String, &c.before},
-		{"after", reflect.String, &c.after},
-		{"remove", reflect.Bool, &c.remove},
-		{"replace", reflect.Bool, &c.replace},
-		{"match", reflect.Func, &c.match},
-	} {
-		f, ok := cb.FieldByName(x.name)
-		if !ok || f.Type.Kind() != x.kind {
-			return c
-		}
-		*x.dst = f.Index
-	}
-	c.found = true
-	return c
+	return f.Index
 }()
 
-// onlyDefault reports whether a processor's chain is gorm's one default
-// callback, registered under want and nothing else.
-func (c chain) onlyDefault(proc any, want string) bool {
-	if !c.found {
-		return false
-	}
+// onlyDefault reports whether a processor runs want and nothing else.
+// gorm compiles a processor's chain into fns whenever a callback is
+// registered, replaced or removed, with Match conditions already applied,
+// so a replaced default or any added callback shows here as another
+// function.
+func onlyDefault(proc any, want func(*gorm.DB)) bool {
 	p := reflect.ValueOf(proc)
-	if p.Kind() != reflect.Pointer || p.IsNil() {
+	if fnsIndex == nil || p.Kind() != reflect.Pointer || p.IsNil() {
 		return false
 	}
-	cbs := p.Elem().FieldByIndex(c.callbacks)
-	if cbs.Len() != 1 {
-		return false
-	}
-	cb := cbs.Index(0)
-	if cb.IsNil() {
-		return false
-	}
-	cb = cb.Elem()
-	return cb.FieldByIndex(c.name).String() == want &&
-		cb.FieldByIndex(c.before).String() == "" && cb.FieldByIndex(c.after).String() == "" &&
-		!cb.FieldByIndex(c.remove).Bool() && !cb.FieldByIndex(c.replace).Bool() &&
-		cb.FieldByIndex(c.match).IsNil()
+	fns := p.Elem().FieldByIndex(fnsIndex)
+	return fns.Len() == 1 && !fns.Index(0).IsNil() && fns.Index(0).Pointer() == reflect.ValueOf(want).Pointer()
 }
 
 // direct reports whether db's statements of this kind may skip gorm's
@@ -118,9 +70,9 @@ func direct(db *gorm.DB, query bool) bool {
 		return false
 	}
 	if query {
-		return gormChain.onlyDefault(db.Callback().Row(), "gorm:row")
+		return onlyDefault(db.Callback().Row(), callbacks.RowQuery)
 	}
-	return gormChain.onlyDefault(db.Callback().Raw(), "gorm:raw")
+	return onlyDefault(db.Callback().Raw(), callbacks.RawExec)
 }
 
 // bindVars turns the engine's ? placeholders into the dialect's bind
