@@ -110,9 +110,17 @@ func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Resu
 	if direct(e.db, false) {
 		return e.execDirect(ctx, query, args)
 	}
-	r := e.db.WithContext(ctx).Exec(query, args...)
+	// WithResult has gorm's RawExec keep the driver's sql.Result, whose
+	// last insert id the engine's IncrementValue reads on MySQL. A
+	// replaced gorm:raw may not fill it: the rows affected then stand
+	// alone, and the last insert id is an error.
+	res := gorm.WithResult()
+	r := e.db.WithContext(ctx).Clauses(res).Exec(query, args...)
 	if r.Error != nil {
 		return nil, r.Error
+	}
+	if res.Result != nil {
+		return res.Result, nil
 	}
 	return result(r.RowsAffected), nil
 }
@@ -166,13 +174,13 @@ func unwrapTx(x sluicesql.Executor) any {
 	return x
 }
 
-// result is what gorm's Exec reports: rows affected and no insert id,
-// which the engine does without.
+// result is what gorm's Exec reports when its raw callback does not keep
+// the driver's result: rows affected and no insert id.
 type result int64
 
 func (r result) RowsAffected() (int64, error) { return int64(r), nil }
 func (r result) LastInsertId() (int64, error) {
-	return 0, errors.New("sluicegorm: gorm's Exec does not report the last insert id")
+	return 0, errors.New("sluicegorm: gorm's raw callback did not keep the driver's result, so the last insert id is unknown")
 }
 
 // translatedCodes gives the engine the code behind gorm's

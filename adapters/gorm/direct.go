@@ -98,7 +98,7 @@ func (e executor) execDirect(ctx context.Context, query string, args []any) (sql
 	if err != nil {
 		return nil, err
 	}
-	return result(n), nil
+	return res, nil
 }
 
 // queryDirect is gorm's RowQuery for Rows(), logged and translated as

@@ -154,8 +154,8 @@ func appendMySQLLiteral(buf []byte, v any) ([]byte, bool, error) {
 // statement. Anything else, or any error, leaves the arguments to the
 // executor, as before.
 //
-// Whether its Exec results carry the last insert id (gorm's Exec does not
-// report it), which IncrementValue reads.
+// Whether its Exec results carry the last insert id (gorm's do when its
+// raw callback keeps the driver's result), which IncrementValue reads.
 func (a *Adapter) probeMySQL(ctx context.Context) {
 	var caps int32
 	defer func() { a.e.mysql.Store(caps) }()

@@ -92,16 +92,22 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []cor
 			ok = false
 			return err
 		}
-		value, err = res.LastInsertId()
-		ok = err == nil
-		return err
+		if value, err = res.LastInsertId(); err != nil {
+			// The write took effect but its value is unknown: an executor
+			// whose results stopped carrying the id (a gorm callback
+			// replaced after New, say). Later calls take IncrementOne.
+			a.e.mysql.And(^mysqlLastID)
+			return fmt.Errorf("the row was incremented but the executor's result has no last insert id to read its value from: %w", err)
+		}
+		ok = true
+		return nil
 	})
 	return value, ok, err
 }
 
 // ValueIncrementSaves reports whether IncrementValue is one statement
 // where IncrementOne is a transaction: on MySQL and MariaDB, when the
-// executor's results carry the last insert id (gorm's do not).
+// executor's results carry the last insert id.
 func (a *Adapter) ValueIncrementSaves() bool {
 	return a.e.features.Dialect == MySQL && a.e.mysql.Load()&mysqlLastID != 0
 }
