@@ -166,6 +166,7 @@ func encodeJSON[M ~map[string]V, V any](what string, v M) (*string, error) {
 // an error wrapping [core.ErrInvalid] before anything is written, and so
 // does a table that fails [Manager.CheckSchema], with [core.ErrSchema].
 func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string, key *Key, err error) {
+	start := time.Now()
 	if err := m.initialised("Create"); err != nil {
 		return "", nil, err
 	}
@@ -191,6 +192,9 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 		return "", nil, err
 	}
 	m.keys.put(s) // so that even the first verification can skip the read
-	key, err = s.toKey()
-	return plaintext, key, err
+	if key, err = s.toKey(); err != nil {
+		return plaintext, key, err
+	}
+	m.changed(ctx, start, Event{Kind: Created, Key: key})
+	return plaintext, key, nil
 }

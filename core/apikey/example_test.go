@@ -111,3 +111,56 @@ func ExampleNewStorageOnly() {
 	// valid=true code=""
 	// valid=false code="USAGE_EXCEEDED"
 }
+
+func ExampleManager_ListPage() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+	for _, name := range []string{"ci", "laptop", "staging", "prod", "backup"} {
+		if _, _, err := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Name: name}); err != nil {
+			panic(err)
+		}
+	}
+	for after := int64(0); ; {
+		page, next, err := keys.ListPage(ctx, "user-42", after, 2)
+		if err != nil {
+			panic(err)
+		}
+		for _, k := range page {
+			fmt.Print(k.Name, " ")
+		}
+		fmt.Println("| next page after", next)
+		if next == 0 {
+			break
+		}
+		after = next
+	}
+	// Output:
+	// ci laptop | next page after 2
+	// staging prod | next page after 4
+	// backup | next page after 0
+}
+
+func ExampleWithObserver_auditLog() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db, apikey.WithObserver(func(ctx context.Context, e apikey.Event) {
+		switch e.Kind {
+		case apikey.Verified:
+			fmt.Println("key", e.KeyID, "verified:", e.Outcome())
+		default:
+			fmt.Println("key", e.KeyID, e.Kind)
+		}
+	}))
+	plaintext, key, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42"})
+	keys.Verify(ctx, plaintext)
+	keys.Update(ctx, key.ID, apikey.UpdateParams{ResetRateLimit: true})
+	keys.Delete(ctx, key.ID)
+	keys.Verify(ctx, plaintext)
+	// Output:
+	// key 1 created
+	// key 1 verified: valid
+	// key 1 updated
+	// key 1 deleted
+	// key 0 verified: INVALID_API_KEY
+}

@@ -1,8 +1,10 @@
 package apikey
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -22,6 +24,12 @@ type UpdateParams struct {
 	// empty map clears them.
 	Metadata    map[string]any
 	Permissions map[string][]string
+	// ResetRateLimit starts the key's rate-limit window afresh: its
+	// request count goes to 0, so its next request opens a new window.
+	ResetRateLimit bool
+	// RestartRefill restarts the refill schedule at the time of the
+	// update: the next refill comes one refill interval later.
+	RestartRefill bool
 }
 
 // fields validates u and returns the changes as stored-key fields (JSON
@@ -87,7 +95,10 @@ func (u UpdateParams) fields() (map[string]any, error) {
 		}
 		f["permissions"] = nilIfNil(s)
 	}
-	if len(f) == 0 {
+	if u.ResetRateLimit {
+		f["requestCount"], f["lastRequest"] = int64(0), nil
+	}
+	if len(f) == 0 && !u.RestartRefill {
 		return nil, invalidf("Update: nothing to change")
 	}
 	return f, nil
@@ -162,6 +173,7 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 // change, in cached mode too (see [WithCache]); when the cache cannot be
 // made to forget the key as it was, Update returns an error instead.
 func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, error) {
+	start := time.Now()
 	if err := m.initialised("Update"); err != nil {
 		return nil, err
 	}
@@ -171,6 +183,9 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 	}
 	now := m.now().UnixMilli()
 	f["updatedAt"] = now
+	if u.RestartRefill {
+		f["lastRefillAt"] = now
+	}
 	var s *StoredKey
 	if m.store != nil {
 		s, err = m.store.update(ctx, id, f)
@@ -183,7 +198,12 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 	if s == nil {
 		return nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
 	}
-	return s.toKey()
+	k, err := s.toKey()
+	if err != nil {
+		return nil, err
+	}
+	m.changed(ctx, start, Event{Kind: Updated, Key: k})
+	return k, nil
 }
 
 // Delete removes a key and reports whether it existed. Once Delete returns
@@ -191,24 +211,90 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 // [WithCache]). When the cache cannot be made to forget the key it returns
 // an error: before the deletion, with false; after it, with true.
 func (m *Manager) Delete(ctx context.Context, id int64) (bool, error) {
+	start := time.Now()
 	if err := m.initialised("Delete"); err != nil {
 		return false, err
 	}
+	var deleted bool
+	var err error
 	if m.store != nil {
-		return m.store.delete(ctx, id)
+		deleted, err = m.store.delete(ctx, id)
+	} else {
+		deleted, err = m.dbDelete(ctx, id)
 	}
-	return m.dbDelete(ctx, id)
+	if deleted && err == nil {
+		m.changed(ctx, start, Event{Kind: Deleted, KeyID: id})
+	}
+	return deleted, err
 }
 
 // DeleteExpired removes every key whose expiry has passed and returns how
 // many. Verification never deletes keys; call this on a schedule instead.
 func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
+	start := time.Now()
 	if err := m.initialised("DeleteExpired"); err != nil {
 		return 0, err
 	}
 	now := m.now()
+	var n int64
+	var err error
 	if m.store != nil {
-		return m.store.deleteExpired(ctx, now.UnixMilli())
+		n, err = m.store.deleteExpired(ctx, now.UnixMilli())
+	} else {
+		n, err = m.dbDeleteExpired(ctx, now)
 	}
-	return m.dbDeleteExpired(ctx, now)
+	if n > 0 {
+		m.changed(ctx, start, Event{Kind: ExpiredDeleted, Count: n})
+	}
+	return n, err
+}
+
+// MaxPageSize is the most keys one [Manager.ListPage] returns.
+const MaxPageSize = 1000
+
+// ListPage returns up to limit keys of an owner whose ids are above after,
+// in id order, and the cursor of the next page: the last id returned when
+// the page is full, 0 when there is no more. Start with after = 0. limit
+// must be in [1, MaxPageSize]. Keys created while paging appear on a later
+// page when their ids are above the cursor.
+func (m *Manager) ListPage(ctx context.Context, referenceID string, after int64, limit int) (keys []*Key, next int64, err error) {
+	if err := m.initialised("ListPage"); err != nil {
+		return nil, 0, err
+	}
+	switch {
+	case limit < 1 || limit > MaxPageSize:
+		return nil, 0, invalidf("ListPage: limit %d is outside [1, %d]", limit, MaxPageSize)
+	case after < 0:
+		return nil, 0, invalidf("ListPage: cursor %d is negative", after)
+	}
+	var list []*StoredKey
+	if m.store != nil {
+		if list, err = m.store.list(ctx, referenceID); err == nil {
+			list = slices.DeleteFunc(list, func(s *StoredKey) bool { return s.ID <= after })
+			slices.SortFunc(list, func(a, b *StoredKey) int { return cmp.Compare(a.ID, b.ID) })
+			list = list[:min(len(list), limit)]
+		}
+	} else {
+		var rows []core.Row
+		rows, err = m.db.FindMany(ctx, core.ModelAPIKey, []core.Where{core.Eq("referenceId", referenceID), core.Gt("id", after)},
+			&core.FindOptions{SortBy: "id", Limit: limit})
+		for _, r := range rows {
+			list = append(list, fromRow(r))
+		}
+	}
+	if err != nil {
+		return nil, 0, err
+	}
+	keys = make([]*Key, 0, len(list))
+	for _, s := range list {
+		k, err := s.toKey()
+		if err != nil {
+			return nil, 0, err
+		}
+		keys = append(keys, k)
+	}
+	if len(keys) == limit {
+		next = keys[len(keys)-1].ID
+	}
+	return keys, next, nil
 }

@@ -14,7 +14,9 @@ import (
 // APIKeyObserver returns an observer for apikey.WithObserver that records
 // each verification: the metrics sluice.apikey.verifications,
 // sluice.apikey.verification.duration and
-// sluice.apikey.verification.round_trips, and with [WithSpans] a span.
+// sluice.apikey.verification.round_trips, and with [WithSpans] a span; and
+// each change to the stored keys (created, updated, deleted) in
+// sluice.apikey.changes.
 // See the package documentation for their units and attributes. Its error
 // is an invalid option (wrapping core.ErrInvalid) or the meter's refusal
 // of an instrument. [WithKeyInSpans] does not apply: the plaintext key is
@@ -40,6 +42,10 @@ func APIKeyObserver(opts ...Option) (func(context.Context, apikey.Event), error)
 		metric.WithExplicitBucketBoundaries(roundTripBuckets...)); err != nil {
 		return nil, err
 	}
+	if r.changes, err = meter.Int64Counter("sluice.apikey.changes",
+		metric.WithUnit("{key}"), metric.WithDescription("API keys created, updated and deleted, by kind of change.")); err != nil {
+		return nil, err
+	}
 	return r.observe, nil
 }
 
@@ -47,6 +53,7 @@ type apiKeyRecorder struct {
 	c             *config
 	tracer        trace.Tracer
 	verifications metric.Int64Counter
+	changes       metric.Int64Counter
 	duration      metric.Float64Histogram
 	roundTrips    metric.Int64Histogram
 	sets          attrCache[apiKeyLabels]
@@ -56,6 +63,10 @@ type apiKeyRecorder struct {
 type apiKeyLabels struct{ outcome, storage, errType string }
 
 func (r *apiKeyRecorder) observe(ctx context.Context, e apikey.Event) {
+	if e.Kind != apikey.Verified {
+		r.changed(ctx, e)
+		return
+	}
 	l := apiKeyLabels{outcome: e.Outcome(), storage: e.Storage}
 	if e.Err != nil {
 		l.errType = errorType(e.Err)
@@ -93,4 +104,19 @@ func (r *apiKeyRecorder) observe(ctx context.Context, e apikey.Event) {
 		}
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// changed counts a change to the stored keys: one per key, so that a
+// DeleteExpired of n keys adds n.
+func (r *apiKeyRecorder) changed(ctx context.Context, e apikey.Event) {
+	l := apiKeyLabels{outcome: e.Kind.String(), storage: e.Storage}
+	a := r.sets.get(l, func() []attribute.KeyValue {
+		kv := append(make([]attribute.KeyValue, 0, len(r.c.attrs)+2), r.c.attrs...)
+		return append(kv, AttrChange.String(l.outcome), AttrStorage.String(l.storage))
+	})
+	n := int64(1)
+	if e.Kind == apikey.ExpiredDeleted {
+		n = e.Count
+	}
+	r.changes.Add(ctx, n, a.opt)
 }

@@ -94,8 +94,10 @@ func TestAPIKeyObserver(t *testing.T) {
 	)
 	keys, err := apikey.New(db, apikey.WithClock(clock.Now),
 		apikey.WithObserver(func(ctx context.Context, e apikey.Event) {
-			events = append(events, e)
-			calls = append(calls, mem.Calls()-before)
+			if e.Kind == apikey.Verified {
+				events = append(events, e)
+				calls = append(calls, mem.Calls()-before)
+			}
 			observe(ctx, e)
 		}))
 	if err != nil {
@@ -134,9 +136,12 @@ func TestAPIKeyObserver(t *testing.T) {
 	sets := []attribute.Set{valid, limited, unknown, failed}
 
 	got := tel.metrics(t)
-	if len(got) != 3 {
-		t.Errorf("%d metrics, want 3", len(got))
+	if len(got) != 4 {
+		t.Errorf("%d metrics, want 4", len(got))
 	}
+	metricdatatest.AssertEqual(t, counter("sluice.apikey.changes", "{key}", "API keys created, updated and deleted, by kind of change.",
+		point(set(st, attribute.String("sluice.apikey.change", "created")), 1)),
+		got["sluice.apikey.changes"], metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())
 	metricdatatest.AssertEqual(t, counter("sluice.apikey.verifications", "{verification}", "API-key verifications, by outcome.",
 		point(valid, 1), point(limited, 1), point(unknown, 1), point(failed, 1)),
 		got["sluice.apikey.verifications"], metricdatatest.IgnoreTimestamp(), metricdatatest.IgnoreExemplars())

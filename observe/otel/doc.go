@@ -33,7 +33,12 @@
 //
 // with sluice.outcome ("valid", the denial's code such as "RATE_LIMITED",
 // or "error"), sluice.storage ("database", "database+cache", "storage")
-// and, on errors only, error.type.
+// and, on errors only, error.type. And one count per key changed:
+//
+//	sluice.apikey.changes                      counter    {key}
+//
+// with sluice.apikey.change ("created", "updated", "deleted",
+// "expired_deleted") and sluice.storage.
 //
 // The duration histograms' buckets run from 50µs (an in-memory decision)
 // to 5s: 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,

@@ -33,6 +33,7 @@ const (
 	AttrRetryAfter = attribute.Key("sluice.ratelimit.retry_after") // seconds
 	AttrKey        = attribute.Key("sluice.ratelimit.key")         // spans only, with WithKeyInSpans
 	AttrKeyID      = attribute.Key("sluice.apikey.id")             // spans only
+	AttrChange     = attribute.Key("sluice.apikey.change")         // "created", "updated", "deleted", "expired_deleted"
 	AttrTryAgainIn = attribute.Key("sluice.apikey.try_again_in")   // seconds
 )
 

@@ -38,5 +38,8 @@ func (s *Server) Banner(base string) string {
 	line("")
 	line("  # 6. The decisions and verifications counted by outcome (Prometheus text format).")
 	line("  curl -s %s/metrics | grep -E '^sluice_(ratelimit_decisions|apikey_verifications)_total'", base)
+	line("")
+	line("  # 7. Each key's usage, counted from the API-key events.")
+	line("  curl -s %s/usage", base)
 	return b.String()
 }

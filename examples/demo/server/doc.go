@@ -20,6 +20,9 @@
 //     guarded write, through apikey's middleware.
 //   - GET /metrics: the decisions and verifications counted by outcome,
 //     with their durations and round trips, in the Prometheus text format.
+//   - GET /usage: each key's verifications since the server started, valid
+//     and denied by code, counted from the API-key events
+//     (apikey.WithObserver), as usage analytics would be.
 //   - GET /: what to try, as plain text.
 //
 // # Logs

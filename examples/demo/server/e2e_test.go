@@ -315,6 +315,38 @@ func (h *harness) scenario(t *testing.T) {
 		}
 	})
 
+	t.Run("GET /usage counts each key's verifications from the API-key events", func(t *testing.T) {
+		key, id := h.createKey(t, `{"rateLimit":100}`)
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")
+		disabled := false
+		if _, err := h.srv.Keys.Update(ctx, id, apikey.UpdateParams{Enabled: &disabled}); err != nil {
+			t.Fatal(err)
+		}
+		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusUnauthorized, "KEY_DISABLED")
+		r := h.do(t, "GET", "/usage", "", "")
+		r.expect(t, http.StatusOK, "")
+		list, _ := r.body["keys"].([]any)
+		var line map[string]any
+		for _, l := range list {
+			if m, _ := l.(map[string]any); m != nil && m["id"] == float64(id) {
+				line = m
+			}
+		}
+		denied, _ := line["denied"].(map[string]any)
+		if line == nil || line["valid"] != float64(2) || len(denied) != 1 || denied["KEY_DISABLED"] != float64(1) {
+			t.Fatalf("usage of key %d: %v, want 2 valid and 1 KEY_DISABLED (all: %v)", id, line, list)
+		}
+		if ok, err := h.srv.Keys.Delete(ctx, id); err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		for _, l := range h.do(t, "GET", "/usage", "", "").body["keys"].([]any) {
+			if l.(map[string]any)["id"] == float64(id) {
+				t.Fatalf("a deleted key is still listed: %v", l)
+			}
+		}
+	})
+
 	t.Run("quota exhaustion and refill", func(t *testing.T) {
 		key, _ := h.createKey(t, `{"quota":2,"refillEvery":"1m","rateLimit":100}`)
 		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")

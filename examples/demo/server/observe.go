@@ -85,10 +85,16 @@ func rateLimitLogger(log *slog.Logger, h keyHasher) func(context.Context, rateli
 	}
 }
 
-// apiKeyLogger logs each verification on log. The API key itself is
-// never logged: only its numeric id, once the key is known.
+// apiKeyLogger logs each verification and each change to the keys on log.
+// The API key itself is never logged: only its numeric id, once the key is
+// known.
 func apiKeyLogger(log *slog.Logger) func(context.Context, apikey.Event) {
 	return func(ctx context.Context, e apikey.Event) {
+		if e.Kind != apikey.Verified {
+			log.LogAttrs(ctx, slog.LevelInfo, "API key: "+e.Kind.String(),
+				slog.Int64("key_id", e.KeyID), slog.Int64("count", max(e.Count, 1)), slog.String("storage", e.Storage))
+			return
+		}
 		lvl := level(e.Err, e.Result.Valid)
 		if !log.Enabled(ctx, lvl) {
 			return

@@ -94,8 +94,9 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	use := newUsage()
 	if s.Keys, err = apikey.New(s.db.db, apikey.WithClock(cfg.Clock),
-		apikey.WithObserver(fanOut(apiKeyLogger(log), keyMetrics))); err != nil {
+		apikey.WithObserver(fanOut(apiKeyLogger(log), keyMetrics, use.observe))); err != nil {
 		return nil, err
 	}
 
@@ -113,6 +114,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	mux.HandleFunc("POST /keys", s.createKey)
 	mux.Handle("GET /api/data", requireKey(http.HandlerFunc(s.data)))
 	mux.Handle("GET /metrics", metricsHandler(reader))
+	mux.HandleFunc("GET /usage", use.serve)
 	s.handler = limit(mux)
 	return s, nil
 }
