@@ -35,6 +35,7 @@ func apiKeyScenarios() []scenario {
 		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit},
 		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue},
 		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot},
+		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked},
 	} {
 		for _, v := range raceVariants() {
 			out = append(out, scenario{
@@ -140,12 +141,21 @@ type outcomes struct {
 
 // verifyConcurrently releases n verifications of plaintext at once, caller
 // i on manager i mod len(callers), with the read barrier armed.
-func (r *apiKeyRound) verifyConcurrently(ctx context.Context, plaintext string, n int) *outcomes {
+func (r *apiKeyRound) verifyConcurrently(ctx context.Context, plaintext string, n int, opts ...apikey.VerifyOption) *outcomes {
+	return r.verifyAll(ctx, plaintext, n, true, opts)
+}
+
+// verifyAll is verifyConcurrently with the barrier armed or not: unarmed
+// when some callers may decide without a read (from the key as they last
+// saw it), so that fewer than n reads would hold the barrier shut.
+func (r *apiKeyRound) verifyAll(ctx context.Context, plaintext string, n int, barrier bool, opts []apikey.VerifyOption) *outcomes {
 	o := &outcomes{codes: map[apikey.Code]int{}, left: map[int64]int{}}
-	r.gate.Store(&readBarrier{n: n, open: make(chan struct{})})
-	defer r.gate.Store(nil)
+	if barrier {
+		r.gate.Store(&readBarrier{n: n, open: make(chan struct{})})
+		defer r.gate.Store(nil)
+	}
 	Release(n, func(i int) {
-		res, err := r.callers[i%len(r.callers)].Verify(ctx, plaintext)
+		res, err := r.callers[i%len(r.callers)].Verify(ctx, plaintext, opts...)
 		if err != nil {
 			o.errs.add(fmt.Errorf("caller %d: %w", i, err))
 			return
@@ -181,7 +191,7 @@ func (o *outcomes) expect(want map[apikey.Code]int) error {
 // describe formats outcome counts, naming the admitted ones.
 func describe(codes map[apikey.Code]int) string {
 	out := fmt.Sprintf("%d admitted", codes[""])
-	for _, c := range []apikey.Code{apikey.CodeInvalid, apikey.CodeDisabled, apikey.CodeExpired, apikey.CodeUsageExceeded, apikey.CodeRateLimited} {
+	for _, c := range []apikey.Code{apikey.CodeInvalid, apikey.CodeDisabled, apikey.CodeExpired, apikey.CodeForbidden, apikey.CodeUsageExceeded, apikey.CodeRateLimited} {
 		if codes[c] > 0 {
 			out += fmt.Sprintf(", %d %s", codes[c], c)
 		}
@@ -208,6 +218,48 @@ func apiKeyLastUnit(ctx context.Context, r *apiKeyRound) error {
 	o := r.verifyConcurrently(ctx, plaintext, apiKeyLastUnitCallers)
 	if err := o.expect(map[apikey.Code]int{"": 1, apikey.CodeUsageExceeded: apiKeyLastUnitCallers - 1}); err != nil {
 		return err
+	}
+	return r.expectStored(ctx, k.ID, 0, 0)
+}
+
+// apiKeyPermissionCallers is how many callers race in each half of the
+// PermissionRevoked scenario, and apiKeyPermissionQuota the quota left
+// for the second half.
+const (
+	apiKeyPermissionCallers = 50
+	apiKeyPermissionQuota   = 30
+)
+
+func apiKeyPermissionRevoked(ctx context.Context, r *apiKeyRound) error {
+	write := apikey.Permissions(map[string][]string{"files": {"write"}})
+	read := apikey.Permissions(map[string][]string{"files": {"read"}})
+	plaintext, k, err := r.create(ctx, apikey.CreateParams{Remaining: ptrInt(apiKeyPermissionQuota + int64(len(r.callers))),
+		RateLimit: &apikey.RateLimit{}, Permissions: map[string][]string{"files": {"read", "write"}}})
+	if err != nil {
+		return err
+	}
+	// Every caller remembers the key as holding files:write.
+	for i, m := range r.callers {
+		if res, err := m.Verify(ctx, plaintext, write); err != nil || !res.Valid {
+			return fmt.Errorf("caller %d, before the change: %+v, %v; want valid", i, res, err)
+		}
+	}
+	if _, err := r.admin.Update(ctx, k.ID, apikey.UpdateParams{Permissions: map[string][]string{"files": {"read"}}}); err != nil {
+		return err
+	}
+	// Each caller's write, planned from the key it remembers, misses and
+	// reads: all of them read, so the barrier lines them up.
+	o := r.verifyConcurrently(ctx, plaintext, apiKeyPermissionCallers, write)
+	if err := o.expect(map[apikey.Code]int{apikey.CodeForbidden: apiKeyPermissionCallers}); err != nil {
+		return fmt.Errorf("requiring the permission taken away: %w", err)
+	}
+	if err := r.expectStored(ctx, k.ID, apiKeyPermissionQuota, 0); err != nil {
+		return err
+	}
+	// The callers now remember the key as it is: most decide without a read.
+	o = r.verifyAll(ctx, plaintext, apiKeyPermissionCallers, false, []apikey.VerifyOption{read})
+	if err := o.expect(map[apikey.Code]int{"": apiKeyPermissionQuota, apikey.CodeUsageExceeded: apiKeyPermissionCallers - apiKeyPermissionQuota}); err != nil {
+		return fmt.Errorf("requiring the permission kept: %w", err)
 	}
 	return r.expectStored(ctx, k.ID, 0, 0)
 }

@@ -92,6 +92,12 @@ func storageCases() []storageCase {
 			run:      storageClaimFollowsApplyClaim,
 		},
 		{
+			name:     "ClaimChecksPermissions",
+			contract: "apikey.Claimer: a claim that requires permissions answers as apikey.ApplyClaim does: INSUFFICIENT_PERMISSIONS, spending nothing, when the stored permissions (JSON text of resource → actions, none when malformed) lack one of RequireAll or hold none of RequireAny",
+			needs:    needClaimer,
+			run:      storageClaimChecksPermissions,
+		},
+		{
 			name:     "PatchSetsFieldsKeepsOthers",
 			contract: "apikey.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
 			needs:    needClaimer,
@@ -628,6 +634,59 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 		}
 	}
 }
+
+func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
+	cl := f.s.(apikey.Claimer)
+	texts := []*string{
+		ptrString(`{"files":["read","write"],"admin":["view"]}`),
+		nil,
+		ptrString(`{"files":null,"admin":["view",null]}`), // null actions: none, and the empty one
+		ptrString(`{"files":["read",1]}`),                 // malformed: holds nothing
+		ptrString(`["files"]`),
+		ptrString(`{"files":{"0":"read"}}`),
+		ptrString(`not JSON`),
+		ptrString(``),
+	}
+	perm := func(r, a string) apikey.Permission { return apikey.Permission{Resource: r, Action: a} }
+	reqs := []apikey.ClaimRequest{
+		{},
+		{RequireAll: []apikey.Permission{perm("files", "read")}},
+		{RequireAll: []apikey.Permission{perm("admin", "view"), perm("files", "read")}},
+		{RequireAll: []apikey.Permission{perm("files", "delete")}},
+		{RequireAny: []apikey.Permission{perm("billing", "x"), perm("admin", "view")}},
+		{RequireAny: []apikey.Permission{perm("billing", "x")}},
+		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("admin", "view"), perm("x", "y")}},
+		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("x", "y")}},
+	}
+	codes := map[apikey.Code]int{}
+	for i, text := range texts {
+		rec := claimKey(int64(20+i), ptr64(100))
+		rec.Permissions = text
+		key := fmt.Sprintf("perm:%d", rec.ID)
+		storeRecord(t, f, key, rec, 0)
+		want := rec
+		for j, req := range reqs {
+			req.Now, req.Cost = claimBase+int64(j), 1
+			got, err := cl.Claim(f.ctx, key, req)
+			if err != nil {
+				t.Fatalf("permissions %s, request %d: Claim: %v", show(text), j, err)
+			}
+			ref := apikey.ApplyClaim(&want, req)
+			codes[ref.Code]++
+			if !reflect.DeepEqual(got, ref) {
+				t.Fatalf("permissions %s, request %d %+v: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(text), j, req, show(got), show(ref))
+			}
+			if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
+				t.Fatalf("permissions %s, request %d: the stored key is\n%s\nwant\n%s", show(text), j, show(stored), show(want))
+			}
+		}
+	}
+	if codes[""] == 0 || codes[apikey.CodeForbidden] == 0 {
+		t.Errorf("outcomes %v: the requests must reach both an allowed claim and INSUFFICIENT_PERMISSIONS", codes)
+	}
+}
+
+func ptrString(s string) *string { return &s }
 
 func storagePatch(t testing.TB, f *storageFixture) {
 	cl := f.s.(apikey.Claimer)

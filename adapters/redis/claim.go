@@ -37,7 +37,7 @@ const (
 )
 
 // Claim verifies and consumes the API key stored at key in one Lua script,
-// exactly as [apikey.ApplyClaim] does, and writes it back keeping its
+// exactly as [apikey.ApplyClaim] does (the permissions it requires too), and writes it back keeping its
 // expiry when the claim was allowed with a positive cost. A missing key
 // answers Found == false. Now and Cost must be in [0, 2^51).
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
@@ -48,7 +48,12 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	case req.Now < 0 || req.Now >= maxCalc:
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
 	}
-	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, req.Now, req.Cost).Slice()
+	args := make([]any, 4, 4+2*(len(req.RequireAll)+len(req.RequireAny)))
+	args[0], args[1], args[2], args[3] = req.Now, req.Cost, len(req.RequireAll), len(req.RequireAny)
+	for _, p := range append(req.RequireAll[:len(req.RequireAll):len(req.RequireAll)], req.RequireAny...) {
+		args = append(args, p.Resource, p.Action)
+	}
+	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
 	if err != nil {
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w", err)
 	}

@@ -6,6 +6,10 @@ package apikey
 type ClaimRequest struct {
 	Now  int64 // epoch milliseconds, the verifier's clock
 	Cost int64 // units to consume, ≥ 0; 0 checks without writing
+	// RequireAll and RequireAny are the permissions the verification
+	// requires: every one of RequireAll, and one of RequireAny when it is
+	// not empty (see rule 3).
+	RequireAll, RequireAny []Permission
 }
 
 // ClaimResult is what a [Claimer] answers.
@@ -23,20 +27,23 @@ type ClaimResult struct {
 //
 //  1. !k.Enabled → CodeDisabled.
 //  2. k.ExpiresAt != nil && *k.ExpiresAt ≤ now → CodeExpired.
-//  3. k.Remaining != nil && *k.Remaining < need and the key has no refill
+//  3. The permissions k.Permissions lists (JSON text of resource →
+//     actions; none when nil or malformed) lack one of req.RequireAll, or,
+//     req.RequireAny not being empty, hold none of it → CodeForbidden.
+//  4. k.Remaining != nil && *k.Remaining < need and the key has no refill
 //     (refillInterval > 0 and refillAmount > 0) → CodeUsageExceeded.
-//  4. Rate limit, when rateLimitEnabled && rateLimitTimeWindow > 0 &&
+//  5. Rate limit, when rateLimitEnabled && rateLimitTimeWindow > 0 &&
 //     rateLimitMax != nil (window w, max m):
 //     lastRequest == nil or lastRequest ≤ now − w: a new window; need > m →
 //     CodeRateLimited (TryAgainIn w), else step "reset".
 //     Otherwise requestCount > m − need → CodeRateLimited with TryAgainIn =
 //     lastRequest + w − now; else step "increment".
-//  5. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
+//  6. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
 //     now − refillInterval, or, lastRefillAt being nil, when createdAt ≤ now −
 //     refillInterval. Due: refillAmount < need → CodeUsageExceeded, else step
 //     "refill". Not due: *k.Remaining < need → CodeUsageExceeded (TryAgainIn =
 //     time to the next refill, 0 without refill), else step "decrement".
-//  6. Allowed. When cost > 0 the steps are applied: reset sets requestCount
+//  7. Allowed. When cost > 0 the steps are applied: reset sets requestCount
 //     = cost and lastRequest = now; increment adds cost to requestCount;
 //     refill sets remaining = refillAmount − cost and lastRefillAt = now;
 //     decrement subtracts cost from remaining; and updatedAt = now. A
@@ -45,7 +52,7 @@ func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
 	if k == nil {
 		return ClaimResult{}
 	}
-	p := decide(k, req.Now, req.Cost)
+	p := decide(k, req.Now, req.Cost, &required{all: req.RequireAll, any: req.RequireAny})
 	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn}
 	if p.code == "" && req.Cost > 0 {
 		p.apply(k, req.Now, req.Cost)
@@ -67,13 +74,15 @@ type plan struct {
 
 // decide applies the verification rules of [ApplyClaim] to a key as read,
 // without changing it.
-func decide(k *StoredKey, now, cost int64) plan {
+func decide(k *StoredKey, now, cost int64, r *required) plan {
 	need := max(cost, 1)
 	switch {
 	case !k.Enabled:
 		return plan{code: CodeDisabled}
 	case k.ExpiresAt != nil && *k.ExpiresAt <= now:
 		return plan{code: CodeExpired}
+	case !permitted(k.Permissions, r):
+		return plan{code: CodeForbidden}
 	case k.Remaining != nil && *k.Remaining < need && !k.refillable():
 		return plan{code: CodeUsageExceeded}
 	}

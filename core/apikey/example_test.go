@@ -164,3 +164,22 @@ func ExampleWithObserver_auditLog() {
 	// key 1 deleted
 	// key 0 verified: INVALID_API_KEY
 }
+
+func ExamplePermissions() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42",
+		Permissions: map[string][]string{"files": {"read"}}})
+
+	for _, need := range []map[string][]string{{"files": {"read"}}, {"files": {"write"}}} {
+		res, err := keys.Verify(ctx, plaintext, apikey.Permissions(need))
+		if err != nil {
+			panic(err)
+		}
+		fmt.Println(need, "→", res.Valid, res.Code, res.Status)
+	}
+	// Output:
+	// map[files:[read]] → true  200
+	// map[files:[write]] → false INSUFFICIENT_PERMISSIONS 403
+}

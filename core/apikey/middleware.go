@@ -43,6 +43,7 @@ type middleware struct {
 	header  string
 	cost    int64
 	onError func(r *http.Request, err error)
+	verify  []VerifyOption // the permissions the routes behind it require
 }
 
 // Header reads the key from the named header instead of x-api-key.
@@ -63,6 +64,34 @@ func RequestCost(n int64) MiddlewareOption {
 			return invalidf("Middleware: RequestCost(%d): the cost must not be negative", n)
 		}
 		m.cost = n
+		return nil
+	}
+}
+
+// RequestPermissions makes every request require each listed action
+// (resource → actions) of its key, as [Permissions] does for Verify: a key
+// that lacks one answers 403 [CodeForbidden] and spends nothing. Wrap each
+// route in the middleware its permissions call for.
+func RequestPermissions(all map[string][]string) MiddlewareOption {
+	return func(m *middleware) error {
+		if _, err := flatten("Middleware: RequestPermissions", all); err != nil {
+			return err
+		}
+		m.verify = append(m.verify, Permissions(all))
+		return nil
+	}
+}
+
+// RequestAnyPermission makes every request require at least one listed
+// action (resource → actions) of its key, as [AnyPermission] does for
+// Verify: a key that holds none answers 403 [CodeForbidden] and spends
+// nothing.
+func RequestAnyPermission(any map[string][]string) MiddlewareOption {
+	return func(m *middleware) error {
+		if _, err := flatten("Middleware: RequestAnyPermission", any); err != nil {
+			return err
+		}
+		m.verify = append(m.verify, AnyPermission(any))
 		return nil
 	}
 }
@@ -91,7 +120,8 @@ func FromContext(ctx context.Context) (*Key, bool) {
 // request's header and passes the request on with the verified [Key] in
 // its context ([FromContext]). Every other answer is an [ErrorBody] as
 // JSON, in the shape of ratelimit.Middleware's: a missing key answers 401
-// [CodeMissing]; a denial answers its status and code; a failure answers
+// [CodeMissing]; a denial answers its status and code (403
+// [CodeForbidden] for a key without a permission the route requires); a failure answers
 // 500 [CodeInternal] or 503 [CodeContention], and 499 with no body when
 // the client hung up (the request's context was cancelled).
 //
@@ -124,6 +154,7 @@ func (m *Manager) Middleware(opts ...MiddlewareOption) (func(http.Handler) http.
 		}
 	}
 	challenge := `ApiKey header=` + quote(cfg.header)
+	verify := append([]VerifyOption{Cost(cfg.cost)}, cfg.verify...)
 	fail := func(w http.ResponseWriter, r *http.Request, err error) {
 		if cfg.onError != nil {
 			cfg.onError(r, err)
@@ -145,7 +176,7 @@ func (m *Manager) Middleware(opts ...MiddlewareOption) (func(http.Handler) http.
 				httperr.Write(w, ErrorBody{Code: string(CodeMissing), Message: "missing API key in header " + cfg.header, Status: http.StatusUnauthorized})
 				return
 			}
-			res, err := m.Verify(r.Context(), key, Cost(cfg.cost))
+			res, err := m.Verify(r.Context(), key, verify...)
 			if err != nil {
 				fail(w, r, err)
 				return

@@ -16,15 +16,20 @@ const (
 	CodeExpired       Code = "KEY_EXPIRED"
 	CodeUsageExceeded Code = "USAGE_EXCEEDED" // quota exhausted
 	CodeRateLimited   Code = "RATE_LIMITED"   // per-key rate limit reached
+	// CodeForbidden: the key lacks a permission the request requires (see
+	// [Permissions] and [AnyPermission]).
+	CodeForbidden Code = "INSUFFICIENT_PERMISSIONS"
 )
 
 // Status returns the HTTP status for the code: 401 for an invalid,
-// disabled or expired key, 429 for usage exceeded and rate limited, 200 for
-// the empty code.
+// disabled or expired key, 403 for a missing permission, 429 for usage
+// exceeded and rate limited, 200 for the empty code.
 func (c Code) Status() int {
 	switch c {
 	case "":
 		return http.StatusOK
+	case CodeForbidden:
+		return http.StatusForbidden
 	case CodeUsageExceeded, CodeRateLimited:
 		return http.StatusTooManyRequests
 	}
@@ -46,6 +51,8 @@ func (c Code) Message() string {
 		return "API key usage exceeded"
 	case CodeRateLimited:
 		return "API key rate limit exceeded"
+	case CodeForbidden:
+		return "API key lacks a required permission"
 	}
 	return string(c)
 }

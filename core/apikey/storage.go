@@ -62,11 +62,15 @@ func (st *storeOnly) idKey(id int64) string     { return st.prefix + "id:" + str
 func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + ref }
 func (st *storeOnly) allSet() string            { return st.prefix + "all" }
 
-func (st *storeOnly) verify(ctx context.Context, hash string, now, cost int64, dropExpired bool) (Result, error) {
+func (st *storeOnly) verify(ctx context.Context, hash string, now, cost int64, dropExpired bool, req *required) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
-	res, err := st.c.Claim(ctx, st.recKey(hash), ClaimRequest{Now: now, Cost: cost})
+	claim := ClaimRequest{Now: now, Cost: cost}
+	if req != nil {
+		claim.RequireAll, claim.RequireAny = req.all, req.any
+	}
+	res, err := st.c.Claim(ctx, st.recKey(hash), claim)
 	if err != nil {
 		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
 			return Result{}, err

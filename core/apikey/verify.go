@@ -13,7 +13,11 @@ import (
 // VerifyOption configures one [Manager.Verify].
 type VerifyOption func(*verifyOptions)
 
-type verifyOptions struct{ cost int64 }
+type verifyOptions struct {
+	cost int64
+	req  required
+	err  error // the first bad option
+}
 
 // Cost sets how many units of quota and rate limit the verification spends
 // (default 1). Cost 0 checks without writing: the key must be valid and at
@@ -31,7 +35,8 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the context ended while the
 // Verify checks a plaintext key and consumes one unit (or [Cost]) of its
 // quota and rate limit. Denials are a [Result] with Valid == false, in this
 // order: unknown key → CodeInvalid; disabled → CodeDisabled; expired →
-// CodeExpired; quota exhausted with no refill → CodeUsageExceeded; then
+// CodeExpired; a permission the options require missing → CodeForbidden;
+// quota exhausted with no refill → CodeUsageExceeded; then
 // consuming may answer CodeRateLimited or CodeUsageExceeded. See
 // [ApplyClaim] for the exact rules.
 //
@@ -78,6 +83,13 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	if o.cost < 0 {
 		return Result{}, invalidf("Verify: cost %d is negative", o.cost)
 	}
+	if o.err != nil {
+		return Result{}, fmt.Errorf("Verify: %w", o.err)
+	}
+	var req *required
+	if !o.req.none() {
+		req = &o.req
+	}
 	if err := m.ready(ctx, "Verify"); err != nil {
 		return Result{}, err
 	}
@@ -86,9 +98,9 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	}
 	hash := Hash(key)
 	if m.store != nil {
-		return m.store.verify(ctx, hash, m.now().UnixMilli(), o.cost, m.o.dropExpired)
+		return m.store.verify(ctx, hash, m.now().UnixMilli(), o.cost, m.o.dropExpired, req)
 	}
-	return m.verifyDB(ctx, hash, o.cost)
+	return m.verifyDB(ctx, hash, o.cost, req)
 }
 
 // afterWrite classifies an error that came back from a write that had
@@ -101,10 +113,10 @@ func afterWrite(ctx context.Context, op string, err error) error {
 	return err
 }
 
-func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result, error) {
+func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *required) (Result, error) {
 	if cost > 0 {
 		if s, g := m.keys.get(hash); s != nil {
-			if r, done, err := m.consumeRemembered(ctx, s, g, cost); done || err != nil {
+			if r, done, err := m.consumeRemembered(ctx, s, g, cost, req); done || err != nil {
 				return r, err
 			}
 		}
@@ -137,7 +149,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			m.keys.put(s)
 			m.fill(ctx, s, gen)
 		}
-		p := decide(s, now.UnixMilli(), cost)
+		p := decide(s, now.UnixMilli(), cost, req)
 		if p.code != "" && fromCache {
 			useCache = false // confirm the denial from the source of truth
 			attempt--
@@ -161,7 +173,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 			}
 			return allowed(k), nil
 		}
-		row, ok, err := m.consume(ctx, s, nil, p, now, cost)
+		row, ok, err := m.consume(ctx, s, nil, p, now, cost, req)
 		switch {
 		case errors.Is(err, core.ErrContention):
 			// The transaction fallback gave up, having rolled back: as good as a miss.
@@ -192,16 +204,16 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64) (Result
 // was. done == false means nothing was written and the caller must read the
 // key: the write matched nothing, or s calls for a denial, which only a
 // read may confirm.
-func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardValues, cost int64) (r Result, done bool, err error) {
+func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardValues, cost int64, req *required) (r Result, done bool, err error) {
 	now := m.now()
-	p := decide(s, now.UnixMilli(), cost)
+	p := decide(s, now.UnixMilli(), cost, req)
 	if p.code != "" {
 		return Result{}, false, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, true, err // before the write: nothing spent
 	}
-	row, ok, err := m.consume(ctx, s, g, p, now, cost)
+	row, ok, err := m.consume(ctx, s, g, p, now, cost, req)
 	switch {
 	case errors.Is(err, core.ErrContention), err == nil && !ok:
 		return Result{}, false, nil
@@ -219,13 +231,23 @@ func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardV
 
 // consume sends the guarded write of consumeRequest; g, when not nil,
 // holds s's guard values already boxed.
-func (m *Manager) consume(ctx context.Context, s *StoredKey, g *guardValues, p plan, now time.Time, cost int64) (core.Row, bool, error) {
+func (m *Manager) consume(ctx context.Context, s *StoredKey, g *guardValues, p plan, now time.Time, cost int64, req *required) (core.Row, bool, error) {
 	b := requests.Get().(*requestBuf)
 	defer b.release()
 	if g == nil {
 		g = newGuardValues(s)
 	}
-	return m.db.IncrementOne(ctx, consumeRequest(s, g, p, now, cost, b))
+	inc := consumeRequest(s, g, p, now, cost, b)
+	if !req.none() {
+		// The decision rests on the permissions too: the write holds only
+		// while they are as read.
+		if s.Permissions == nil {
+			inc.Where = append(inc.Where, core.IsNull("permissions"))
+		} else {
+			inc.Where = append(inc.Where, core.Eq("permissions", *s.Permissions))
+		}
+	}
+	return m.db.IncrementOne(ctx, inc)
 }
 
 // requestBuf holds the where list and maps of a consume request, reused

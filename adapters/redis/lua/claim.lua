@@ -1,5 +1,6 @@
 -- claim: apikey.ApplyClaim on the record at KEYS[1], as one atomic step.
--- ARGV: now (epoch ms), cost. Returns {0} when no record is stored, else
+-- ARGV: now (epoch ms), cost, then the count of RequireAll and of
+-- RequireAny permissions, then each as a resource and an action. Returns {0} when no record is stored, else
 -- {1, code, tryAgainIn, record}: code '' when allowed, record the JSON
 -- after the claim. A denial or a cost of 0 writes nothing; an allowed
 -- claim rewrites the record keeping its expiry.
@@ -15,6 +16,48 @@ local function deny(code, wait) return {1, code, wait, raw} end
 if field(rec, 'enabled') ~= true then return deny('KEY_DISABLED', 0) end
 local expires = field(rec, 'expiresAt')
 if expires and expires <= now then return deny('KEY_EXPIRED', 0) end
+
+-- Rule 3, the permissions: the stored JSON text of resource -> actions,
+-- read as Go's json.Unmarshal into map[string][]string reads it (a null
+-- action is the empty one, which no request can require; anything else
+-- malformed holds no permission).
+local nAll, nAny = tonumber(ARGV[3]) or 0, tonumber(ARGV[4]) or 0
+if nAll + nAny > 0 then
+  local held, good = {}, false
+  local perms = field(rec, 'permissions')
+  if perms and perms ~= '' then
+    local ok, p = pcall(cjson.decode, perms)
+    good = ok and type(p) == 'table'
+    if good then
+      for res, acts in pairs(p) do
+        if type(res) ~= 'string' or (acts ~= null and type(acts) ~= 'table') then good = false break end
+        if acts ~= null then
+          local n = 0
+          for i, a in pairs(acts) do
+            if type(i) ~= 'number' or (a ~= null and type(a) ~= 'string') then good = false break end
+            n = n + 1
+          end
+          if not good or n ~= #acts then good = false break end
+          for _, a in ipairs(acts) do
+            if a ~= null then held[res .. '\0' .. a] = true end
+          end
+        end
+      end
+    end
+  end
+  if not good then held = {} end
+  local function has(i) return held[ARGV[i] .. '\0' .. ARGV[i + 1]] == true end
+  for i = 5, 4 + 2 * nAll, 2 do
+    if not has(i) then return deny('INSUFFICIENT_PERMISSIONS', 0) end
+  end
+  if nAny > 0 then
+    local any = false
+    for i = 5 + 2 * nAll, 4 + 2 * (nAll + nAny), 2 do
+      if has(i) then any = true break end
+    end
+    if not any then return deny('INSUFFICIENT_PERMISSIONS', 0) end
+  end
+end
 local remaining = field(rec, 'remaining')
 local interval, amount = field(rec, 'refillInterval'), field(rec, 'refillAmount')
 local refillable = interval ~= nil and interval > 0 and amount ~= nil and amount > 0
