@@ -646,6 +646,7 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 		ptrString(`{"files":{"0":"read"}}`),
 		ptrString(`not JSON`),
 		ptrString(``),
+		ptrString(`{"a\u0000b":["c"],"x":["y"]}`), // names holding NUL must not run together
 	}
 	perm := func(r, a string) apikey.Permission { return apikey.Permission{Resource: r, Action: a} }
 	reqs := []apikey.ClaimRequest{
@@ -657,6 +658,8 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 		{RequireAny: []apikey.Permission{perm("billing", "x")}},
 		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("admin", "view"), perm("x", "y")}},
 		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("x", "y")}},
+		{RequireAll: []apikey.Permission{perm("a\x00b", "c")}},
+		{RequireAll: []apikey.Permission{perm("a", "b\x00c")}},
 	}
 	codes := map[apikey.Code]int{}
 	for i, text := range texts {

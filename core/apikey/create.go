@@ -3,6 +3,8 @@ package apikey
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -137,14 +139,28 @@ func checkRateLimit(r RateLimit) error {
 
 func checkPermissions(p map[string][]string) error {
 	for res, actions := range p {
-		if res == "" {
-			return invalidf("Permissions has an empty resource name")
+		if err := checkPermissionName(res); err != nil {
+			return invalidf("Permissions: resource %q %v", res, err)
 		}
 		for _, a := range actions {
-			if a == "" {
-				return invalidf("Permissions[%q] has an empty action", res)
+			if err := checkPermissionName(a); err != nil {
+				return invalidf("Permissions[%q]: action %q %v", res, a, err)
 			}
 		}
+	}
+	return nil
+}
+
+// checkPermissionName refuses what JSON would not keep byte for byte (an
+// invalid UTF-8 sequence becomes U+FFFD) and what no store can hold.
+func checkPermissionName(s string) error {
+	switch {
+	case s == "":
+		return errors.New("is empty")
+	case !utf8.ValidString(s):
+		return errors.New("is not valid UTF-8")
+	case strings.IndexByte(s, 0) >= 0:
+		return errors.New("holds a NUL byte")
 	}
 	return nil
 }

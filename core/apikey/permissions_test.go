@@ -72,10 +72,34 @@ func TestVerifyPermissions(t *testing.T) {
 				t.Errorf("key %d: remaining %d, want %d: only valid verifications spend", id, *got.Remaining, 100-spent[key])
 			}
 		}
-		for _, bad := range []VerifyOption{Permissions(nil), Permissions(map[string][]string{"": {"read"}}), AnyPermission(map[string][]string{"files": {}}), AnyPermission(map[string][]string{"files": {""}})} {
+		for _, bad := range []VerifyOption{Permissions(nil), Permissions(map[string][]string{"": {"read"}}), AnyPermission(map[string][]string{"files": {}}),
+			AnyPermission(map[string][]string{"files": {""}}), Permissions(map[string][]string{"a\x00b": {"c"}}), AnyPermission(map[string][]string{"files": {"r\xff"}})} {
 			if _, err := m.Verify(ctx, plain, bad); !errors.Is(err, core.ErrInvalid) {
 				t.Errorf("a bad permission option: %v, want ErrInvalid", err)
 			}
+		}
+	})
+}
+
+// Permission names JSON would not keep byte for byte, or no store can hold,
+// are refused before anything is written.
+func TestCreatePermissionNames(t *testing.T) {
+	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {
+		ctx := context.Background()
+		for _, p := range []map[string][]string{{"r\xff": {"read"}}, {"files": {"re\x00ad"}}, {"a\x00": {"b"}}, {"files": {""}}} {
+			if _, _, err := m.Create(ctx, CreateParams{ReferenceID: "u", Permissions: p}); !errors.Is(err, core.ErrInvalid) {
+				t.Errorf("Create with permissions %q: %v, want ErrInvalid", p, err)
+			}
+		}
+		_, k, err := m.Create(ctx, CreateParams{ReferenceID: "u"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := m.Update(ctx, k.ID, UpdateParams{Permissions: map[string][]string{"files": {"w\xfe"}}}); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("Update with invalid UTF-8: %v, want ErrInvalid", err)
+		}
+		if list, err := m.List(ctx, "u"); err != nil || len(list) != 1 {
+			t.Fatalf("List: %d keys, %v; want only the valid one", len(list), err)
 		}
 	})
 }

@@ -38,15 +38,20 @@ if nAll + nAny > 0 then
             n = n + 1
           end
           if not good or n ~= #acts then good = false break end
+          local set = {}
           for _, a in ipairs(acts) do
-            if a ~= null then held[res .. '\0' .. a] = true end
+            if a ~= null then set[a] = true end
           end
+          held[res] = set
         end
       end
     end
   end
   if not good then held = {} end
-  local function has(i) return held[ARGV[i] .. '\0' .. ARGV[i + 1]] == true end
+  local function has(i)
+    local set = held[ARGV[i]]
+    return set ~= nil and set[ARGV[i + 1]] == true
+  end
   for i = 5, 4 + 2 * nAll, 2 do
     if not has(i) then return deny('INSUFFICIENT_PERMISSIONS', 0) end
   end
