@@ -73,13 +73,7 @@ func RequestCost(n int64) MiddlewareOption {
 // that lacks one answers 403 [CodeForbidden] and spends nothing. Wrap each
 // route in the middleware its permissions call for.
 func RequestPermissions(all map[string][]string) MiddlewareOption {
-	return func(m *middleware) error {
-		if _, err := flatten("Middleware: RequestPermissions", all); err != nil {
-			return err
-		}
-		m.verify = append(m.verify, Permissions(all))
-		return nil
-	}
+	return requestPermissions("RequestPermissions", all, Permissions)
 }
 
 // RequestAnyPermission makes every request require at least one listed
@@ -87,11 +81,17 @@ func RequestPermissions(all map[string][]string) MiddlewareOption {
 // Verify: a key that holds none answers 403 [CodeForbidden] and spends
 // nothing.
 func RequestAnyPermission(any map[string][]string) MiddlewareOption {
+	return requestPermissions("RequestAnyPermission", any, AnyPermission)
+}
+
+// requestPermissions checks p when the middleware is made, so that a bad
+// list is an error then rather than a 500 on every request.
+func requestPermissions(name string, p map[string][]string, option func(map[string][]string) VerifyOption) MiddlewareOption {
 	return func(m *middleware) error {
-		if _, err := flatten("Middleware: RequestAnyPermission", any); err != nil {
+		if _, err := flatten("Middleware: "+name, p); err != nil {
 			return err
 		}
-		m.verify = append(m.verify, AnyPermission(any))
+		m.verify = append(m.verify, option(p))
 		return nil
 	}
 }

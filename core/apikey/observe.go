@@ -90,13 +90,7 @@ func (m *Manager) observed(ctx context.Context, key string, opts []VerifyOption)
 	start := time.Now()
 	cctx, trips := core.WithRoundTrips(ctx)
 	r, err := m.verify(cctx, key, opts)
-	e := Event{Result: r, Err: err, Storage: "database", Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
-	switch {
-	case m.store != nil:
-		e.Storage = "storage"
-	case m.cache != nil:
-		e.Storage = "database+cache"
-	}
+	e := Event{Result: r, Err: err, Storage: m.storageName(), Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
 	if r.Key != nil {
 		e.KeyID, e.Key = r.Key.ID, r.Key
 	}
@@ -109,16 +103,20 @@ func (m *Manager) changed(ctx context.Context, start time.Time, e Event) {
 	if m.o.observe == nil {
 		return
 	}
-	e.Start, e.Latency = start, time.Since(start)
-	e.Storage = "database"
-	switch {
-	case m.store != nil:
-		e.Storage = "storage"
-	case m.cache != nil:
-		e.Storage = "database+cache"
-	}
+	e.Start, e.Latency, e.Storage = start, time.Since(start), m.storageName()
 	if e.Key != nil {
 		e.KeyID = e.Key.ID
 	}
 	m.o.observe(ctx, e)
+}
+
+// storageName is Event.Storage: "database", "database+cache" or "storage".
+func (m *Manager) storageName() string {
+	switch {
+	case m.store != nil:
+		return "storage"
+	case m.cache != nil:
+		return "database+cache"
+	}
+	return "database"
 }
