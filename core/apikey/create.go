@@ -199,12 +199,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 	}
 	plaintext = p.Prefix + random
 	s.Key, s.Start = Hash(plaintext), ptr(plaintext[:StartLength])
-	if m.store != nil {
-		err = m.store.create(ctx, s)
-	} else {
-		err = m.dbCreate(ctx, s)
-	}
-	if err != nil {
+	if err = m.store.create(ctx, s); err != nil {
 		return "", nil, err
 	}
 	m.keys.put(s) // so that even the first verification can skip the read

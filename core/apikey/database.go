@@ -31,8 +31,9 @@ func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*StoredKey, 
 	return fromRow(row), nil
 }
 
-func (m *Manager) dbList(ctx context.Context, where ...core.Where) ([]*StoredKey, error) {
-	rows, err := m.db.FindMany(ctx, core.ModelAPIKey, where, &core.FindOptions{SortBy: "id"})
+// dbList returns the matching keys in id order, at most limit (0: all).
+func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]*StoredKey, error) {
+	rows, err := m.db.FindMany(ctx, core.ModelAPIKey, where, &core.FindOptions{SortBy: "id", Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, er
 	expired := core.Lte("expiresAt", now)
 	var hashes []string
 	if m.cache != nil {
-		list, err := m.dbList(ctx, expired)
+		list, err := m.dbList(ctx, []core.Where{expired}, 0)
 		if err != nil {
 			return 0, err
 		}

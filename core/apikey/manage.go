@@ -1,10 +1,8 @@
 package apikey
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -125,13 +123,7 @@ func (m *Manager) Get(ctx context.Context, id int64) (*Key, error) {
 	if err := m.initialised("Get"); err != nil {
 		return nil, err
 	}
-	var s *StoredKey
-	var err error
-	if m.store != nil {
-		s, err = m.store.byID(ctx, id)
-	} else {
-		s, err = m.dbFind(ctx, core.Eq("id", id))
-	}
+	s, err := m.store.byID(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -146,13 +138,7 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 	if err := m.initialised("List"); err != nil {
 		return nil, err
 	}
-	var list []*StoredKey
-	var err error
-	if m.store != nil {
-		list, err = m.store.list(ctx, referenceID)
-	} else {
-		list, err = m.dbList(ctx, core.Eq("referenceId", referenceID))
-	}
+	list, err := m.store.list(ctx, referenceID)
 	if err != nil {
 		return nil, err
 	}
@@ -186,12 +172,7 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 	if u.RestartRefill {
 		f["lastRefillAt"] = now
 	}
-	var s *StoredKey
-	if m.store != nil {
-		s, err = m.store.update(ctx, id, f)
-	} else {
-		s, err = m.dbUpdate(ctx, id, f)
-	}
+	s, err := m.store.update(ctx, id, f)
 	if err != nil {
 		return nil, err
 	}
@@ -215,13 +196,7 @@ func (m *Manager) Delete(ctx context.Context, id int64) (bool, error) {
 	if err := m.initialised("Delete"); err != nil {
 		return false, err
 	}
-	var deleted bool
-	var err error
-	if m.store != nil {
-		deleted, err = m.store.delete(ctx, id)
-	} else {
-		deleted, err = m.dbDelete(ctx, id)
-	}
+	deleted, err := m.store.delete(ctx, id)
 	if deleted && err == nil {
 		m.changed(ctx, start, Event{Kind: Deleted, KeyID: id})
 	}
@@ -235,14 +210,7 @@ func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
 	if err := m.initialised("DeleteExpired"); err != nil {
 		return 0, err
 	}
-	now := m.now()
-	var n int64
-	var err error
-	if m.store != nil {
-		n, err = m.store.deleteExpired(ctx, now.UnixMilli())
-	} else {
-		n, err = m.dbDeleteExpired(ctx, now)
-	}
+	n, err := m.store.deleteExpired(ctx, m.now())
 	if n > 0 {
 		m.changed(ctx, start, Event{Kind: ExpiredDeleted, Count: n})
 	}
@@ -267,21 +235,7 @@ func (m *Manager) ListPage(ctx context.Context, referenceID string, after int64,
 	case after < 0:
 		return nil, 0, invalidf("ListPage: cursor %d is negative", after)
 	}
-	var list []*StoredKey
-	if m.store != nil {
-		if list, err = m.store.list(ctx, referenceID); err == nil {
-			list = slices.DeleteFunc(list, func(s *StoredKey) bool { return s.ID <= after })
-			slices.SortFunc(list, func(a, b *StoredKey) int { return cmp.Compare(a.ID, b.ID) })
-			list = list[:min(len(list), limit)]
-		}
-	} else {
-		var rows []core.Row
-		rows, err = m.db.FindMany(ctx, core.ModelAPIKey, []core.Where{core.Eq("referenceId", referenceID), core.Gt("id", after)},
-			&core.FindOptions{SortBy: "id", Limit: limit})
-		for _, r := range rows {
-			list = append(list, fromRow(r))
-		}
-	}
+	list, err := m.store.page(ctx, referenceID, after, limit)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -25,8 +25,8 @@ type Manager struct {
 	db       *core.DB              // nil in storage-only mode
 	cache    core.SecondaryStorage // cached mode: keys by hash, the database stays the truth
 	cacheTTL time.Duration
-	store    *storeOnly // storage-only mode
-	keys     *keyCache  // database mode: keys as last seen, to plan a write without a read; nil when off
+	store    keyStore  // dbKeys or, in storage-only mode, storeOnly
+	keys     *keyCache // database mode: keys as last seen, to plan a write without a read; nil when off
 	o        options
 	schema   *schemaCheck // database mode
 }
@@ -165,6 +165,7 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 		return nil, invalidf("New: the schema has no %q model", core.ModelAPIKey)
 	}
 	m := &Manager{db: db, o: o, schema: &schemaCheck{turn: make(chan struct{}, 1)}, keys: newKeyCache(o.keyState)}
+	m.store = dbKeys{m}
 	if o.withCache {
 		if o.cacheTTL <= 0 {
 			return nil, invalidf("WithCache: ttl %v must be positive", o.cacheTTL)
@@ -199,7 +200,7 @@ func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
 		return nil, invalidf("NewStorageOnly: WithKeyStateCache applies to database mode only")
 	}
 	ix, _ := s.(Indexer)
-	return &Manager{store: &storeOnly{s: s, c: c, ix: ix, prefix: o.prefix}, o: o}, nil
+	return &Manager{store: &storeOnly{s: s, c: c, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}, o: o}, nil
 }
 
 // now returns the clock's time in UTC, truncated to the millisecond: the
@@ -226,7 +227,7 @@ func isNil(v any) bool {
 
 // initialised fails unless m was built by New or NewStorageOnly.
 func (m *Manager) initialised(op string) error {
-	if m == nil || (m.db == nil && m.store == nil) {
+	if m == nil || m.store == nil {
 		return invalidf("%s: the Manager is not initialised: make it with apikey.New or apikey.NewStorageOnly", op)
 	}
 	return nil

@@ -90,7 +90,7 @@ func (m *Manager) observed(ctx context.Context, key string, opts []VerifyOption)
 	start := time.Now()
 	cctx, trips := core.WithRoundTrips(ctx)
 	r, err := m.verify(cctx, key, opts)
-	e := Event{Result: r, Err: err, Storage: m.storageName(), Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
+	e := Event{Result: r, Err: err, Storage: m.store.name(), Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
 	if r.Key != nil {
 		e.KeyID, e.Key = r.Key.ID, r.Key
 	}
@@ -103,20 +103,9 @@ func (m *Manager) changed(ctx context.Context, start time.Time, e Event) {
 	if m.o.observe == nil {
 		return
 	}
-	e.Start, e.Latency, e.Storage = start, time.Since(start), m.storageName()
+	e.Start, e.Latency, e.Storage = start, time.Since(start), m.store.name()
 	if e.Key != nil {
 		e.KeyID = e.Key.ID
 	}
 	m.o.observe(ctx, e)
-}
-
-// storageName is Event.Storage: "database", "database+cache" or "storage".
-func (m *Manager) storageName() string {
-	switch {
-	case m.store != nil:
-		return "storage"
-	case m.cache != nil:
-		return "database+cache"
-	}
-	return "database"
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -51,10 +52,11 @@ type Indexer interface {
 // each owner in the set prefix+"ref:"+referenceId and all hashes in
 // prefix+"all".
 type storeOnly struct {
-	s      core.SecondaryStorage
-	c      Claimer
-	ix     Indexer // nil: no listing
-	prefix string
+	s           core.SecondaryStorage
+	c           Claimer
+	ix          Indexer // nil: no listing
+	prefix      string
+	dropExpired bool // WithDeleteExpiredOnVerify
 }
 
 func (st *storeOnly) recKey(hash string) string { return st.prefix + "key:" + hash }
@@ -62,7 +64,8 @@ func (st *storeOnly) idKey(id int64) string     { return st.prefix + "id:" + str
 func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + ref }
 func (st *storeOnly) allSet() string            { return st.prefix + "all" }
 
-func (st *storeOnly) verify(ctx context.Context, hash string, now, cost int64, dropExpired bool, req *required) (Result, error) {
+func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required) (Result, error) {
+	now := at.UnixMilli()
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
@@ -84,7 +87,7 @@ func (st *storeOnly) verify(ctx context.Context, hash string, now, cost int64, d
 	if err != nil {
 		return Result{}, err
 	}
-	if res.Code == CodeExpired && dropExpired {
+	if res.Code == CodeExpired && st.dropExpired {
 		if err := st.remove(ctx, &res.Key); err != nil {
 			return Result{}, err
 		}
@@ -213,7 +216,8 @@ func (st *storeOnly) remove(ctx context.Context, s *StoredKey) error {
 	return nil
 }
 
-func (st *storeOnly) deleteExpired(ctx context.Context, now int64) (int64, error) {
+func (st *storeOnly) deleteExpired(ctx context.Context, at time.Time) (int64, error) {
+	now := at.UnixMilli()
 	all, err := st.members(ctx, st.allSet(), "DeleteExpired")
 	if err != nil {
 		return 0, err

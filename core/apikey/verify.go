@@ -96,11 +96,7 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	if key == "" {
 		return denied(CodeInvalid, 0, nil), nil
 	}
-	hash := Hash(key)
-	if m.store != nil {
-		return m.store.verify(ctx, hash, m.now().UnixMilli(), o.cost, m.o.dropExpired, req)
-	}
-	return m.verifyDB(ctx, hash, o.cost, req)
+	return m.store.verify(ctx, Hash(key), m.now(), o.cost, req)
 }
 
 // afterWrite classifies an error that came back from a write that had

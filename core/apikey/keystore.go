@@ -1,0 +1,89 @@
+package apikey
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// keyStore is where a Manager keeps its keys, behind every method of the
+// Manager: the database ([New], dbKeys, with its optional cache) or a
+// secondary storage alone ([NewStorageOnly], storeOnly). The Manager
+// validates, decides what to report and tells the observer; the store
+// reads and writes.
+type keyStore interface {
+	// verify checks the key whose hash is given, at now, and spends cost.
+	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required) (Result, error)
+	create(ctx context.Context, s *StoredKey) error
+	byID(ctx context.Context, id int64) (*StoredKey, error)
+	// list is an owner's keys in creation order; page those with ids above
+	// after, in id order, at most limit.
+	list(ctx context.Context, ref string) ([]*StoredKey, error)
+	page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error)
+	update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error)
+	delete(ctx context.Context, id int64) (bool, error)
+	deleteExpired(ctx context.Context, now time.Time) (int64, error)
+	// name is Event.Storage.
+	name() string
+}
+
+// dbKeys is the database as a keyStore: the Manager's db* methods, which
+// share its cache and its remembered keys.
+type dbKeys struct{ m *Manager }
+
+// verify decides on the clock's time at each attempt rather than now.
+func (d dbKeys) verify(ctx context.Context, hash string, _ time.Time, cost int64, req *required) (Result, error) {
+	return d.m.verifyDB(ctx, hash, cost, req)
+}
+
+func (d dbKeys) create(ctx context.Context, s *StoredKey) error { return d.m.dbCreate(ctx, s) }
+
+func (d dbKeys) byID(ctx context.Context, id int64) (*StoredKey, error) {
+	return d.m.dbFind(ctx, core.Eq("id", id))
+}
+
+func (d dbKeys) list(ctx context.Context, ref string) ([]*StoredKey, error) {
+	return d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref)}, 0)
+}
+
+func (d dbKeys) page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error) {
+	return d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref), core.Gt("id", after)}, limit)
+}
+
+func (d dbKeys) update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
+	return d.m.dbUpdate(ctx, id, f)
+}
+
+func (d dbKeys) delete(ctx context.Context, id int64) (bool, error) { return d.m.dbDelete(ctx, id) }
+
+func (d dbKeys) deleteExpired(ctx context.Context, now time.Time) (int64, error) {
+	return d.m.dbDeleteExpired(ctx, now)
+}
+
+func (d dbKeys) name() string {
+	if d.m.cache != nil {
+		return "database+cache"
+	}
+	return "database"
+}
+
+// page is list, cut: a storage has no order to ask for.
+func (st *storeOnly) page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error) {
+	list, err := st.list(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	list = slices.DeleteFunc(list, func(s *StoredKey) bool { return s.ID <= after })
+	slices.SortFunc(list, func(a, b *StoredKey) int { return cmp.Compare(a.ID, b.ID) })
+	return list[:min(len(list), limit)], nil
+}
+
+func (st *storeOnly) name() string { return "storage" }
+
+var (
+	_ keyStore = dbKeys{}
+	_ keyStore = (*storeOnly)(nil)
+)
