@@ -20,6 +20,9 @@
 //     guarded write, through apikey's middleware.
 //   - GET /metrics: the decisions and verifications counted by outcome,
 //     with their durations and round trips, in the Prometheus text format.
+//   - POST /api/data: the same, for a key holding the permission
+//     data:write (create it with "permissions":{"data":["write"]}); any
+//     other key answers 403 INSUFFICIENT_PERMISSIONS and spends nothing.
 //   - GET /usage: each key's verifications since the server started, valid
 //     and denied by code, counted from the API-key events
 //     (apikey.WithObserver), as usage analytics would be.

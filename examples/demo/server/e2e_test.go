@@ -315,6 +315,19 @@ func (h *harness) scenario(t *testing.T) {
 		}
 	})
 
+	t.Run("POST /api/data needs the data:write permission and spends nothing without it", func(t *testing.T) {
+		reader, readerID := h.createKey(t, `{"rateLimit":100,"permissions":{"data":["read"]}}`)
+		writer, _ := h.createKey(t, `{"rateLimit":100,"permissions":{"data":["read","write"]}}`)
+		r := h.do(t, "POST", "/api/data", reader, "")
+		r.expect(t, http.StatusForbidden, "INSUFFICIENT_PERMISSIONS")
+		if k := h.stored(t, readerID); *k.Remaining != 5 {
+			t.Errorf("the refused key's remaining %d, want 5: a refusal spends nothing", *k.Remaining)
+		}
+		h.do(t, "GET", "/api/data", reader, "").expect(t, http.StatusOK, "")
+		h.do(t, "POST", "/api/data", writer, "").expect(t, http.StatusOK, "")
+		h.do(t, "POST", "/keys", "", `{"permissions":{"data":[""]}}`).expect(t, http.StatusBadRequest, "INVALID_REQUEST")
+	})
+
 	t.Run("GET /usage counts each key's verifications from the API-key events", func(t *testing.T) {
 		key, id := h.createKey(t, `{"rateLimit":100}`)
 		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")

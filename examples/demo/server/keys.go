@@ -31,6 +31,9 @@ type KeyRequest struct {
 	RateLimitWindow *Duration `json:"rateLimitWindow,omitempty"`
 	// ExpiresIn, when set, makes the key expire that long after creation.
 	ExpiresIn *Duration `json:"expiresIn,omitempty"`
+	// Permissions lists what the key may do, resource → actions, such as
+	// {"data":["write"]} for POST /api/data.
+	Permissions map[string][]string `json:"permissions,omitempty"`
 }
 
 // Duration is a time.Duration written as in Go ("10s", "1m30s") in JSON.
@@ -65,6 +68,7 @@ func (req KeyRequest) params(def KeyDefaults) (apikey.CreateParams, error) {
 		ReferenceID: req.Owner,
 		Name:        req.Name,
 		Prefix:      KeyPrefix,
+		Permissions: req.Permissions,
 	}
 	if p.ReferenceID == "" {
 		p.ReferenceID = "demo-user"

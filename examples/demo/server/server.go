@@ -108,11 +108,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
+	// POST /api/data needs a key with the permission to write data.
+	requireWriter, err := s.Keys.Middleware(apikey.RequestPermissions(map[string][]string{"data": {"write"}}))
+	if err != nil {
+		return nil, err
+	}
+
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.HandleFunc("GET /hello", s.hello)
 	mux.HandleFunc("POST /keys", s.createKey)
 	mux.Handle("GET /api/data", requireKey(http.HandlerFunc(s.data)))
+	mux.Handle("POST /api/data", requireWriter(http.HandlerFunc(s.writeData)))
 	mux.Handle("GET /metrics", metricsHandler(reader))
 	mux.HandleFunc("GET /usage", use.serve)
 	s.handler = limit(mux)
@@ -185,6 +192,13 @@ func (s *Server) data(w http.ResponseWriter, r *http.Request) {
 		"message": "here is your data",
 		"key":     describeKey(k),
 	})
+}
+
+// writeData answers POST /api/data, which only a key allowed to write
+// data reaches.
+func (s *Server) writeData(w http.ResponseWriter, r *http.Request) {
+	k, _ := apikey.FromContext(r.Context())
+	writeJSON(w, http.StatusOK, map[string]any{"message": "written", "key": describeKey(k)})
 }
 
 func writeJSON(w http.ResponseWriter, status int, body any) {
