@@ -17,20 +17,21 @@ import "context"
 // inc.By != 0 and a non-nullable column.
 //
 // ValueIncrementSaves reports whether IncrementValue takes fewer round
-// trips than IncrementOne on the adapter's connection (MySQL: yes, when the
-// driver reports last insert ids; PostgreSQL and SQLite: no, IncrementOne
-// is one statement already). When it is false, DB runs IncrementValue as
-// IncrementOne, and [DB.NativeValueIncrement] is false, so callers keep
-// their row-returning path.
+// trips than IncrementOne on the adapter's connection (the SQL engine: on
+// MySQL, one statement instead of a transaction when the driver reports
+// last insert ids; on PostgreSQL and SQLite no, both are one statement,
+// though IncrementValue returns one column instead of the row). It is what
+// [DB.NativeValueIncrement] reports, by which callers choose a path that
+// trades a read for fewer round trips.
 type ValueIncrementer interface {
 	IncrementValue(ctx context.Context, t *Table, where []Where, inc Delta, set []Assignment) (value int64, ok bool, err error)
 	ValueIncrementSaves() bool
 }
 
 // NativeValueIncrement reports whether [DB.IncrementValue] runs on the
-// adapter's [ValueIncrementer], saving round trips over IncrementOne; when
-// it is false a caller needing more than the one value should call
-// IncrementOne.
+// adapter's [ValueIncrementer] in fewer round trips than IncrementOne
+// (see ValueIncrementSaves); when it is false a caller needing more than
+// the one value should call IncrementOne.
 func (db *DB) NativeValueIncrement() bool {
 	if db == nil || db.native == nil {
 		return false
@@ -45,8 +46,9 @@ func (db *DB) NativeValueIncrement() bool {
 //
 // When the adapter implements [ValueIncrementer] (and IncrementOne runs
 // natively), the field is not nullable and its delta is not zero, the
-// adapter answers; otherwise IncrementValue is IncrementOne and reads the
-// field from the row, with the same result.
+// adapter answers, whether or not it saves round trips; otherwise
+// IncrementValue is IncrementOne and reads the field from the row, with
+// the same result.
 func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value int64, ok bool, err error) {
 	const op = "IncrementValue"
 	if err := db.initialised(op, req.Model); err != nil {
@@ -61,7 +63,6 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 		field, by = f, d
 	}
 	vi, native := db.adapter.(ValueIncrementer)
-	native = native && vi.ValueIncrementSaves()
 	var c Column
 	var found bool
 	if t, ok := db.schema.Table(req.Model); ok {
@@ -77,10 +78,8 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	if _, both := req.Set[field]; both {
 		return 0, false, invalid(op, req.Model, "field %q is in both Increment and Set", field)
 	}
-	s := new(struct {
-		where [6]Where
-		set   [6]Assignment
-	})
+	s := incBuffers.Get().(*incBuffer) // as IncrementOne's: the adapter keeps none of it
+	defer s.release()
 	t, where, err := db.prepareInto(op, req.Model, req.Where, s.where[:0])
 	if err != nil {
 		return 0, false, err

@@ -44,8 +44,15 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 		}
 		return a.incrementLocked(ctx, t, where, inc, set)
 	}
+	return a.updateReturning(ctx, t, kindUpdateOne, where, inc, set, func(b *builder) { b.columns(t) })
+}
+
+// updateReturning is IncrementOne on PostgreSQL and SQLite, one UPDATE …
+// RETURNING, answering the columns that returning writes (the whole row,
+// or IncrementValue's one column), under the statement kind given.
+func (a *Adapter) updateReturning(ctx context.Context, t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment, returning func(b *builder)) (core.Record, error) {
 	single := t.SelectsOne(where)
-	q, args := a.stmt(t, kindUpdateOne, where, inc, set, func(b *builder) {
+	q, args := a.stmt(t, kind, where, inc, set, func(b *builder) {
 		b.write("UPDATE ")
 		b.ident(t.Name)
 		b.assignments(inc, set)
@@ -62,7 +69,7 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 			}
 		}
 		b.write(" RETURNING ")
-		b.columns(t)
+		returning(b)
 	})
 	var rec core.Record
 	err := a.retry(ctx, func() error {

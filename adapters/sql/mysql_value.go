@@ -9,9 +9,13 @@ import (
 
 var _ core.ValueIncrementer = (*Adapter)(nil)
 
-// kindUpdateValue is the statement kind of IncrementValue on MySQL, for
-// the statement cache (after crud.go's kinds).
-const kindUpdateValue byte = 64
+// kindUpdateValue is the statement kind of IncrementValue on MySQL, and
+// kindUpdateReturningValue on PostgreSQL and SQLite, for the statement
+// cache (after crud.go's kinds).
+const (
+	kindUpdateValue          byte = 64
+	kindUpdateReturningValue byte = 66
+)
 
 // IncrementValue is IncrementOne answering with the incremented column's
 // value after the write (see [core.ValueIncrementer]).
@@ -32,12 +36,21 @@ const kindUpdateValue byte = 64
 // changes too: the engine never reads it, and neither should a caller
 // sharing the connection.
 //
-// Elsewhere (PostgreSQL, SQLite, whose IncrementOne is one statement
-// already), and on an executor whose results do not carry the last insert
-// id, it is IncrementOne.
+// On PostgreSQL and SQLite it is IncrementOne's one UPDATE … RETURNING
+// with only the incremented column returned. On a MySQL executor whose
+// results do not carry the last insert id, it is IncrementOne.
 func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
 	if a.e.features.Dialect != MySQL || inc.By == 0 || a.e.mysql.Load()&mysqlLastID == 0 {
-		rec, err := a.IncrementOne(ctx, t, where, []core.Delta{inc}, set)
+		incs := [1]core.Delta{inc}
+		var rec core.Record
+		var err error
+		if a.e.features.Dialect == MySQL || inc.By == 0 {
+			rec, err = a.IncrementOne(ctx, t, where, incs[:], set)
+		} else {
+			// IncrementOne's statement, returning the one column: less
+			// for the driver to decode than the row.
+			rec, err = a.updateReturning(ctx, t, kindUpdateReturningValue, where, incs[:], set, func(b *builder) { b.ident(inc.Column) })
+		}
 		if err != nil || rec == nil {
 			return 0, false, err
 		}
@@ -107,7 +120,8 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []cor
 
 // ValueIncrementSaves reports whether IncrementValue is one statement
 // where IncrementOne is a transaction: on MySQL and MariaDB, when the
-// executor's results carry the last insert id.
+// executor's results carry the last insert id. On PostgreSQL and SQLite
+// both are one statement (IncrementValue returning one column).
 func (a *Adapter) ValueIncrementSaves() bool {
 	return a.e.features.Dialect == MySQL && a.e.mysql.Load()&mysqlLastID != 0
 }

@@ -29,12 +29,13 @@ type dbStorage struct {
 	db      *core.DB
 	keySize int // the key column's length; 0 for unbounded
 
-	// starts remembers, when db answers IncrementValue natively, the
-	// start of each key's live window as this process last saw it stored.
-	// The in-window increment then guards on lastRequest equal to it: a
-	// match proves the start, so the decision needs the new count alone,
-	// which IncrementValue returns in one round trip on MySQL. A miss, or a
-	// key not remembered, reads the row and decides on it as before.
+	// starts remembers the start of each key's live window as this
+	// process last saw it stored. The in-window increment then guards on
+	// lastRequest equal to it: a match proves the start, so the decision
+	// needs the new count alone, which IncrementValue returns in one round
+	// trip on MySQL and as one column instead of the row elsewhere. A miss
+	// reads the row and decides on it; a key not remembered takes the
+	// row-returning increment (on MySQL, the read) as before.
 	starts *boundedMap[window]
 
 	// tats remembers each GCRA key's tat (see consumeGCRA in gcra.go).
@@ -107,10 +108,12 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 	w := rule.Window.Milliseconds()
 	// value: the adapter answers the new count alone, in fewer round trips
 	// than the row (MySQL); the window's start then comes from starts.
+	// Elsewhere a start remembered from an earlier row still lets the write
+	// return the count alone, which costs the driver less than the row.
 	value := s.db.NativeValueIncrement()
 	var start int64 // the start of the live window, when known
 	known := false
-	if value && m != BetterAuthWindow {
+	if m != BetterAuthWindow {
 		start, known = s.start(key, now, w)
 	}
 	for i := 0; i < attempts; {
@@ -120,7 +123,7 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 		// The in-window increment first: in steady state it is the only
 		// round trip of an allowed request.
 		switch {
-		case value && (known || m == BetterAuthWindow):
+		case known || (value && m == BetterAuthWindow):
 			sc := requests.Get().(*request)
 			inc := core.IncrementRequest{Model: model, Increment: sc.inc}
 			sc.inc["count"] = cost
@@ -168,7 +171,10 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 				continue
 			case err != nil:
 				return state{}, err
+			case ok && m == BetterAuthWindow:
+				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
 			case ok:
+				s.remember(key, row.Int("lastRequest"), w, now)
 				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
 			}
 		}
@@ -247,10 +253,9 @@ func (s *dbStorage) start(key string, now, w int64) (int64, bool) {
 	return win.start, true
 }
 
-// remember notes the start of key's window, seen stored, when the
-// storage uses them.
+// remember notes the start of key's window, seen stored.
 func (s *dbStorage) remember(key string, start, w, now int64) {
-	if s.starts == nil || !s.db.NativeValueIncrement() {
+	if s.starts == nil {
 		return
 	}
 	if win, ok := s.starts.get(key, now); ok && win == (window{start, start + w}) {
