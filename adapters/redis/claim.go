@@ -37,8 +37,9 @@ const (
 )
 
 // Claim verifies and consumes the API key stored at key in one Lua script,
-// exactly as [apikey.ApplyClaim] does (the permissions it requires too), and writes it back keeping its
-// expiry when the claim was allowed with a positive cost. A missing key
+// exactly as [apikey.ApplyClaim] does (the permissions it requires too),
+// and writes it back keeping its expiry when the claim was allowed with a
+// positive cost. A missing key
 // answers Found == false. Now and Cost must be in [0, 2^51).
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
 	core.AddRoundTrips(ctx, 1)
@@ -50,8 +51,10 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	}
 	args := make([]any, 4, 4+2*(len(req.RequireAll)+len(req.RequireAny)))
 	args[0], args[1], args[2], args[3] = req.Now, req.Cost, len(req.RequireAll), len(req.RequireAny)
-	for _, p := range append(req.RequireAll[:len(req.RequireAll):len(req.RequireAll)], req.RequireAny...) {
-		args = append(args, p.Resource, p.Action)
+	for _, ps := range [2][]apikey.Permission{req.RequireAll, req.RequireAny} {
+		for _, p := range ps {
+			args = append(args, p.Resource, p.Action)
+		}
 	}
 	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
 	if err != nil {

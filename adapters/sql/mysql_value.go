@@ -40,26 +40,32 @@ const (
 // with only the incremented column returned. On a MySQL executor whose
 // results do not carry the last insert id, it is IncrementOne.
 func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
-	if a.e.features.Dialect != MySQL || inc.By == 0 || a.e.mysql.Load()&mysqlLastID == 0 {
-		incs := [1]core.Delta{inc}
-		var rec core.Record
-		var err error
-		if a.e.features.Dialect == MySQL || inc.By == 0 {
-			rec, err = a.IncrementOne(ctx, t, where, incs[:], set)
-		} else {
-			// IncrementOne's statement, returning the one column: less
-			// for the driver to decode than the row.
-			rec, err = a.updateReturning(ctx, t, kindUpdateReturningValue, where, incs[:], set, func(b *builder) { b.ident(inc.Column) })
-		}
-		if err != nil || rec == nil {
-			return 0, false, err
-		}
-		v, err := core.ParseInt(rec[inc.Column])
-		if err != nil {
-			return 0, false, fmt.Errorf("%s: column %q: %w", a.e.name(), inc.Column, err)
-		}
-		return v, true, nil
+	incs := [1]core.Delta{inc}
+	var rec core.Record
+	var err error
+	switch {
+	case inc.By != 0 && a.e.features.Dialect != MySQL:
+		// IncrementOne's statement, returning the one column: less for the
+		// driver to decode than the row.
+		rec, err = a.updateReturning(ctx, t, kindUpdateReturningValue, where, incs[:], set, func(b *builder) { b.ident(inc.Column) })
+	case inc.By != 0 && a.e.mysql.Load()&mysqlLastID != 0:
+		return a.incrementLastID(ctx, t, where, inc, set)
+	default:
+		rec, err = a.IncrementOne(ctx, t, where, incs[:], set)
 	}
+	if err != nil || rec == nil {
+		return 0, false, err
+	}
+	v, err := core.ParseInt(rec[inc.Column])
+	if err != nil {
+		return 0, false, fmt.Errorf("%s: column %q: %w", a.e.name(), inc.Column, err)
+	}
+	return v, true, nil
+}
+
+// incrementLastID is IncrementValue on MySQL: the one UPDATE above, its
+// value read from the OK packet's last insert id.
+func (a *Adapter) incrementLastID(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
 	incs := [1]core.Delta{inc}
 	q, args := a.stmt(t, kindUpdateValue, where, incs[:], set, func(b *builder) {
 		b.write("UPDATE ")

@@ -121,9 +121,9 @@ func FromContext(ctx context.Context) (*Key, bool) {
 // its context ([FromContext]). Every other answer is an [ErrorBody] as
 // JSON, in the shape of ratelimit.Middleware's: a missing key answers 401
 // [CodeMissing]; a denial answers its status and code (403
-// [CodeForbidden] for a key without a permission the route requires); a failure answers
-// 500 [CodeInternal] or 503 [CodeContention], and 499 with no body when
-// the client hung up (the request's context was cancelled).
+// [CodeForbidden] for a key without a permission the route requires); a
+// failure answers 500 [CodeInternal] or 503 [CodeContention], and 499 with
+// no body when the client hung up (the request's context was cancelled).
 //
 // Every 401 carries WWW-Authenticate: ApiKey header="x-api-key" (naming
 // the configured header), so a client learns where the key goes. Every 429

@@ -233,17 +233,7 @@ func (m *Manager) consume(ctx context.Context, s *StoredKey, g *guardValues, p p
 	if g == nil {
 		g = newGuardValues(s)
 	}
-	inc := consumeRequest(s, g, p, now, cost, b)
-	if !req.none() {
-		// The decision rests on the permissions too: the write holds only
-		// while they are as read.
-		if s.Permissions == nil {
-			inc.Where = append(inc.Where, core.IsNull("permissions"))
-		} else {
-			inc.Where = append(inc.Where, core.Eq("permissions", *s.Permissions))
-		}
-	}
-	return m.db.IncrementOne(ctx, inc)
+	return m.db.IncrementOne(ctx, consumeRequest(s, g, p, req, now, cost, b))
 }
 
 // requestBuf holds the where list and maps of a consume request, reused
@@ -256,7 +246,7 @@ type requestBuf struct {
 }
 
 var requests = sync.Pool{New: func() any {
-	// 16 where clauses: more than the 13 that consumeRequest adds at most.
+	// 16 where clauses: more than the 14 that consumeRequest adds at most.
 	return &requestBuf{where: make([]core.Where, 0, 16), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
 }}
 
@@ -273,6 +263,7 @@ func (b *requestBuf) release() {
 // decided at now on the key as read (or remembered) as s. The write finds
 // the key by its hash, and its guard holds exactly on the rows on which
 // decide, at now, gives p again: the key enabled and unexpired, its
+// permissions as read when the verification requires some, its
 // rate-limit and refill settings equal to s's, and each step's condition
 // (window open or elapsed, room under the rate limit, refill due or not,
 // quota left). So a write planned from however old a copy either applies
@@ -282,7 +273,7 @@ func (b *requestBuf) release() {
 // Times are compared by ranges or IS NULL, never by equality.
 // The request is built in b, which must be empty, with g holding s's
 // guard values.
-func consumeRequest(s *StoredKey, g *guardValues, p plan, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
+func consumeRequest(s *StoredKey, g *guardValues, p plan, need *required, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKey,
 		Where: append(b.where,
@@ -297,6 +288,14 @@ func consumeRequest(s *StoredKey, g *guardValues, p plan, now time.Time, cost in
 		req.Where = append(req.Where, core.IsNull("expiresAt"))
 	} else {
 		req.Where = append(req.Where, core.Gt("expiresAt", now))
+	}
+	if !need.none() {
+		// The permissions decided on must still be the stored ones.
+		if s.Permissions == nil {
+			req.Where = append(req.Where, core.IsNull("permissions"))
+		} else {
+			req.Where = append(req.Where, core.Eq("permissions", *s.Permissions))
+		}
 	}
 	switch {
 	case p.rlReset:

@@ -171,10 +171,10 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 				continue
 			case err != nil:
 				return state{}, err
-			case ok && m == BetterAuthWindow:
-				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
 			case ok:
-				s.remember(key, row.Int("lastRequest"), w, now)
+				if m != BetterAuthWindow { // lastRequest is the window's start
+					s.remember(key, row.Int("lastRequest"), w, now)
+				}
 				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
 			}
 		}

@@ -1,9 +1,10 @@
 -- claim: apikey.ApplyClaim on the record at KEYS[1], as one atomic step.
 -- ARGV: now (epoch ms), cost, then the count of RequireAll and of
--- RequireAny permissions, then each as a resource and an action. Returns {0} when no record is stored, else
--- {1, code, tryAgainIn, record}: code '' when allowed, record the JSON
--- after the claim. A denial or a cost of 0 writes nothing; an allowed
--- claim rewrites the record keeping its expiry.
+-- RequireAny permissions, then each as a resource and an action. Returns
+-- {0} when no record is stored, else {1, code, tryAgainIn, record}: code
+-- '' when allowed, record the JSON after the claim. A denial or a cost of
+-- 0 writes nothing; an allowed claim rewrites the record keeping its
+-- expiry.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {0} end
 local rec, err = decode(raw)
