@@ -36,6 +36,7 @@ func apiKeyScenarios() []scenario {
 		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue},
 		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot},
 		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked},
+		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled},
 	} {
 		for _, v := range raceVariants() {
 			out = append(out, scenario{
@@ -260,6 +261,76 @@ func apiKeyPermissionRevoked(ctx context.Context, r *apiKeyRound) error {
 	o = r.verifyAll(ctx, plaintext, apiKeyPermissionCallers, false, []apikey.VerifyOption{read})
 	if err := o.expect(map[apikey.Code]int{"": apiKeyPermissionQuota, apikey.CodeUsageExceeded: apiKeyPermissionCallers - apiKeyPermissionQuota}); err != nil {
 		return fmt.Errorf("requiring the permission kept: %w", err)
+	}
+	return r.expectStored(ctx, k.ID, 0, 0)
+}
+
+// The load and figures of the Rerolled scenario.
+const (
+	apiKeyRerollCallers = 50
+	apiKeyRerollQuota   = 30
+	apiKeyRerollAfter   = 10 // the quota given once the grace is over
+	apiKeyRerollGrace   = time.Hour
+)
+
+func apiKeyRerolled(ctx context.Context, r *apiKeyRound) error {
+	old, k, err := r.create(ctx, apikey.CreateParams{Remaining: ptrInt(apiKeyRerollQuota), RateLimit: &apikey.RateLimit{}})
+	if err != nil {
+		return err
+	}
+	// Every caller remembers the key by its old hash, so that its first
+	// write after the reroll is planned on a hash the row no longer has.
+	for i, m := range r.callers {
+		if res, err := m.Verify(ctx, old, apikey.Cost(0)); err != nil || !res.Valid {
+			return fmt.Errorf("caller %d, before the reroll: %+v, %v; want valid", i, res, err)
+		}
+	}
+	var fresh string
+	rerolled := make(chan struct{})
+	o := &outcomes{codes: map[apikey.Code]int{}, left: map[int64]int{}}
+	Release(apiKeyRerollCallers+1, func(i int) {
+		if i == apiKeyRerollCallers {
+			defer close(rerolled)
+			p, _, err := r.admin.Reroll(ctx, k.ID, apiKeyRerollGrace)
+			if err != nil {
+				o.errs.add(fmt.Errorf("Reroll: %w", err))
+			}
+			fresh = p
+			return
+		}
+		key := old
+		if i%2 == 1 {
+			<-rerolled
+			if key = fresh; key == "" {
+				return // the reroll failed, and says so
+			}
+		}
+		res, err := r.callers[i%len(r.callers)].Verify(ctx, key)
+		if err != nil {
+			o.errs.add(fmt.Errorf("caller %d: %w", i, err))
+			return
+		}
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		o.codes[res.Code]++
+	})
+	if err := o.expect(map[apikey.Code]int{"": apiKeyRerollQuota, apikey.CodeUsageExceeded: apiKeyRerollCallers - apiKeyRerollQuota}); err != nil {
+		return fmt.Errorf("across the reroll: %w", err)
+	}
+	if err := r.expectStored(ctx, k.ID, 0, 0); err != nil {
+		return err
+	}
+	r.nowMs.Add(apiKeyRerollGrace.Milliseconds())
+	if _, err := r.admin.Update(ctx, k.ID, apikey.UpdateParams{Remaining: ptrInt(apiKeyRerollAfter)}); err != nil {
+		return err
+	}
+	o = r.verifyConcurrently(ctx, old, apiKeyRerollCallers)
+	if err := o.expect(map[apikey.Code]int{apikey.CodeInvalid: apiKeyRerollCallers}); err != nil {
+		return fmt.Errorf("the old plaintext after its grace: %w", err)
+	}
+	o = r.verifyAll(ctx, fresh, apiKeyRerollCallers, false, nil)
+	if err := o.expect(map[apikey.Code]int{"": apiKeyRerollAfter, apikey.CodeUsageExceeded: apiKeyRerollCallers - apiKeyRerollAfter}); err != nil {
+		return fmt.Errorf("the new plaintext after the old one's grace: %w", err)
 	}
 	return r.expectStored(ctx, k.ID, 0, 0)
 }

@@ -81,4 +81,5 @@ func ExampleNaming() {
 	// Output:
 	// rateLimit(id, key, count, lastRequest)
 	// apikey(id, configId, name, start, prefix, key, referenceId, enabled, rateLimitEnabled, rateLimitTimeWindow, rateLimitMax, requestCount, remaining, refillInterval, refillAmount, lastRefillAt, lastRequest, expiresAt, createdAt, updatedAt, permissions, metadata)
+	// rerolledKey(id, key, keyId, expiresAt, createdAt)
 }

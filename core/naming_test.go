@@ -15,10 +15,10 @@ import (
 // field whose name has more than one word.
 func TestNamingPresets(t *testing.T) {
 	type names struct {
-		rateLimit, apikey string
-		columns           map[string]map[string]string // model → field → column
+		rateLimit, apikey, alias string
+		columns                  map[string]map[string]string // model → field → column
 	}
-	snake := names{"rate_limit", "apikey", map[string]map[string]string{
+	snake := names{"rate_limit", "apikey", "rerolled_key", map[string]map[string]string{
 		core.ModelRateLimit: {"id": "id", "key": "key", "count": "count", "lastRequest": "last_request"},
 		core.ModelAPIKey: {
 			"configId": "config_id", "referenceId": "reference_id", "rateLimitEnabled": "rate_limit_enabled",
@@ -27,14 +27,16 @@ func TestNamingPresets(t *testing.T) {
 			"lastRefillAt": "last_refill_at", "lastRequest": "last_request", "expiresAt": "expires_at",
 			"createdAt": "created_at", "updatedAt": "updated_at", "key": "key", "start": "start",
 		},
+		core.ModelRerolledKey: {"key": "key", "keyId": "key_id", "expiresAt": "expires_at", "createdAt": "created_at"},
 	}}
-	betterAuth := names{"rateLimit", "apikey", map[string]map[string]string{
+	betterAuth := names{"rateLimit", "apikey", "rerolledKey", map[string]map[string]string{
 		core.ModelRateLimit: {"id": "id", "key": "key", "count": "count", "lastRequest": "lastRequest"},
 		core.ModelAPIKey: {
 			"configId": "configId", "referenceId": "referenceId", "rateLimitEnabled": "rateLimitEnabled",
 			"rateLimitTimeWindow": "rateLimitTimeWindow", "lastRefillAt": "lastRefillAt", "lastRequest": "lastRequest",
 			"expiresAt": "expiresAt", "createdAt": "createdAt", "updatedAt": "updatedAt",
 		},
+		core.ModelRerolledKey: {"key": "key", "keyId": "keyId", "expiresAt": "expiresAt", "createdAt": "createdAt"},
 	}}
 	cases := []struct {
 		name   string
@@ -44,14 +46,14 @@ func TestNamingPresets(t *testing.T) {
 		{"zero value is snake_case", core.Naming{}, snake},
 		{"SnakeCase", core.Naming{Preset: core.SnakeCase}, snake},
 		{"BetterAuth", core.Naming{Preset: core.BetterAuth}, betterAuth},
-		{"plural", core.Naming{Plural: true}, names{"rate_limits", "apikeys", snake.columns}},
-		{"BetterAuth plural", core.Naming{Preset: core.BetterAuth, Plural: true}, names{"rateLimits", "apikeys", betterAuth.columns}},
+		{"plural", core.Naming{Plural: true}, names{"rate_limits", "apikeys", "rerolled_keys", snake.columns}},
+		{"BetterAuth plural", core.Naming{Preset: core.BetterAuth, Plural: true}, names{"rateLimits", "apikeys", "rerolledKeys", betterAuth.columns}},
 		{"table override is not pluralised", core.Naming{Plural: true, Tables: map[string]string{core.ModelRateLimit: "limits"}},
-			names{"limits", "apikeys", snake.columns}},
+			names{"limits", "apikeys", "rerolled_keys", snake.columns}},
 		{"column overrides", core.Naming{Preset: core.BetterAuth, Columns: map[string]map[string]string{
 			core.ModelRateLimit: {"key": "rl_key"},
 			core.ModelAPIKey:    {"referenceId": "userId", "id": "key_id"},
-		}}, names{"rateLimit", "apikey", map[string]map[string]string{
+		}}, names{"rateLimit", "apikey", "rerolledKey", map[string]map[string]string{
 			core.ModelRateLimit: {"key": "rl_key", "count": "count", "lastRequest": "lastRequest"},
 			core.ModelAPIKey:    {"referenceId": "userId", "id": "key_id", "configId": "configId"},
 		}}},
@@ -62,7 +64,7 @@ func TestNamingPresets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for model, table := range map[string]string{core.ModelRateLimit: c.want.rateLimit, core.ModelAPIKey: c.want.apikey} {
+			for model, table := range map[string]string{core.ModelRateLimit: c.want.rateLimit, core.ModelAPIKey: c.want.apikey, core.ModelRerolledKey: c.want.alias} {
 				tb, ok := s.Table(model)
 				if !ok {
 					t.Fatalf("no table for model %q", model)
@@ -83,7 +85,7 @@ func TestNamingPresets(t *testing.T) {
 					t.Errorf("%s primary key = %+v", model, pk)
 				}
 			}
-			if got := s.Models(); len(got) != 2 || got[0] != core.ModelAPIKey || got[1] != core.ModelRateLimit {
+			if got := s.Models(); len(got) != 3 || got[0] != core.ModelAPIKey || got[1] != core.ModelRateLimit || got[2] != core.ModelRerolledKey {
 				t.Errorf("Models() = %v", got)
 			}
 		})
@@ -118,7 +120,7 @@ func TestNamingExtraModelsSnakeCase(t *testing.T) {
 			t.Errorf("%q → %q, want %q", f, c.Name, want)
 		}
 	}
-	if got := s.Tables(); len(got) != 3 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2] != tb {
+	if got := s.Tables(); len(got) != 4 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2].Model != core.ModelRerolledKey || got[3] != tb {
 		t.Errorf("Tables() order: %v", got)
 	}
 	if !strings.Contains(s.String(), "session_token(id, ") {

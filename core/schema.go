@@ -44,10 +44,11 @@ type Model struct {
 	Comment string
 }
 
-// The logical names of the two built-in models.
+// The logical names of the built-in models.
 const (
-	ModelRateLimit = "rateLimit"
-	ModelAPIKey    = "apikey"
+	ModelRateLimit   = "rateLimit"
+	ModelAPIKey      = "apikey"
+	ModelRerolledKey = "rerolledKey"
 )
 
 // RateLimitModel returns the rateLimit model (SPEC section 5): one counter per
@@ -89,5 +90,21 @@ func APIKeyModel() Model {
 	}}
 }
 
-// BuiltinModels returns the rateLimit and apikey models, in that order.
-func BuiltinModels() []Model { return []Model{RateLimitModel(), APIKeyModel()} }
+// RerolledKeyModel returns the rerolledKey model: the earlier hash of a
+// rerolled API key, which still opens the key until expiresAt (its grace
+// period). It is a table of its own, so an apikey table shared with a
+// Better Auth deployment keeps its columns; a deployment without it works
+// as before, and only rerolling needs it.
+func RerolledKeyModel() Model {
+	return Model{Name: ModelRerolledKey, Comment: "an earlier hash of a rerolled API key, valid until its grace period ends", Fields: []Field{
+		{Name: "id", Type: TypeInt, Primary: true},
+		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "SHA-256 of the earlier key, base64url without padding"},
+		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the earlier key opens"},
+		{Name: "expiresAt", Type: TypeTime, Index: true, Comment: "the end of the grace period"},
+		{Name: "createdAt", Type: TypeTime},
+	}}
+}
+
+// BuiltinModels returns the rateLimit, apikey and apikeyAlias models, in
+// that order.
+func BuiltinModels() []Model { return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel()} }

@@ -32,6 +32,7 @@ func ExampleGenerate() {
 	// apikey.go: func (APIKey) TableName() string { return "apikey" }
 	// ratelimit.go: LastRequest int64 `gorm:"column:lastRequest;type:BIGINT;not null;default:0;index:rateLimit_lastRequest_idx"`
 	// ratelimit.go: func (RateLimit) TableName() string { return "rateLimit" }
+	// rerolledkey.go: func (RerolledKey) TableName() string { return "rerolledKey" }
 }
 
 // Plan what brings an existing table to the schema: here the rate_limit

@@ -75,8 +75,8 @@ type Config struct {
 	// ignores it.
 	Package string
 	// Models are the logical models to emit (core.ModelRateLimit,
-	// core.ModelAPIKey); empty means all of them. Files come in schema
-	// order whatever the order here.
+	// core.ModelAPIKey, core.ModelRerolledKey); empty means all of them.
+	// Files come in schema order whatever the order here.
 	Models []string
 	// Naming maps logical names to tables and columns, as core.DB's
 	// WithNaming option does: generate with the naming the DB uses.

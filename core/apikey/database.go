@@ -74,7 +74,12 @@ func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
 		deleted, err = m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", id))
 		return err
 	})
-	return deleted, err
+	if err != nil || !deleted {
+		return deleted, err
+	}
+	// Old hashes of a deleted key open nothing (the row is gone); deleting
+	// them only tidies.
+	return true, m.dbForgetRerolled(ctx, core.Eq("keyId", id))
 }
 
 func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
@@ -96,7 +101,10 @@ func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, er
 		n, err = m.db.DeleteMany(ctx, core.ModelAPIKey, expired)
 		return err
 	})
-	return n, err
+	if err != nil {
+		return n, err
+	}
+	return n, m.dbForgetRerolled(ctx, core.Lte("expiresAt", now))
 }
 
 // The cached mode keeps, for each key hash, an entry (the key as read from

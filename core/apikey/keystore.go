@@ -26,6 +26,9 @@ type keyStore interface {
 	update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error)
 	delete(ctx context.Context, id int64) (bool, error)
 	deleteExpired(ctx context.Context, now time.Time) (int64, error)
+	// reroll gives key id the hash that mk makes from its prefix, the old
+	// one opening it for grace more; nil for an unknown id.
+	reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error)
 	// name is Event.Storage.
 	name() string
 }
@@ -61,6 +64,10 @@ func (d dbKeys) delete(ctx context.Context, id int64) (bool, error) { return d.m
 
 func (d dbKeys) deleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	return d.m.dbDeleteExpired(ctx, now)
+}
+
+func (d dbKeys) reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error) {
+	return d.m.dbReroll(ctx, id, mk, now, grace)
 }
 
 func (d dbKeys) name() string {

@@ -2,6 +2,7 @@ package apikey
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sync/atomic"
@@ -36,6 +37,9 @@ type Manager struct {
 type schemaCheck struct {
 	passed atomic.Bool
 	turn   chan struct{} // holds a token while a check runs, so one runs at a time
+	// noRerolls says why the rerolledKey table cannot be used (it is
+	// missing, or lacks what the check requires); nil when it can.
+	noRerolls atomic.Pointer[error]
 }
 
 type options struct {
@@ -275,6 +279,16 @@ func (m *Manager) checkSchema(ctx context.Context, again bool) error {
 		return nil
 	}
 	if err := m.db.CheckSchema(ctx, core.ModelAPIKey); err != nil {
+		return err
+	}
+	// The rerolledKey table is optional: without it keys can be rerolled
+	// only without a grace period, and verification never looks there.
+	switch err := m.db.CheckSchema(ctx, core.ModelRerolledKey); {
+	case err == nil:
+		m.schema.noRerolls.Store(nil)
+	case errors.Is(err, core.ErrSchema):
+		m.schema.noRerolls.Store(&err)
+	default:
 		return err
 	}
 	m.schema.passed.Store(true)

@@ -19,12 +19,13 @@ const (
 	Updated                         // an Update that changed a key
 	Deleted                         // a Delete that removed a key
 	ExpiredDeleted                  // a DeleteExpired; Count says how many keys
+	Rerolled                        // a Reroll that gave a key a new plaintext
 )
 
-var eventKinds = [...]string{"verified", "created", "updated", "deleted", "expired_deleted"}
+var eventKinds = [...]string{"verified", "created", "updated", "deleted", "expired_deleted", "rerolled"}
 
 // String is the kind in lower case: "verified", "created", "updated",
-// "deleted" or "expired_deleted".
+// "deleted", "expired_deleted" or "rerolled".
 func (k EventKind) String() string {
 	if int(k) < len(eventKinds) {
 		return eventKinds[k]
@@ -39,8 +40,8 @@ type Event struct {
 	// KeyID is the key's id, or 0 when the key is unknown (and for
 	// ExpiredDeleted, which removes many).
 	KeyID int64
-	// Key is the key as stored after a verification, a creation or an
-	// update; nil for a deletion and for an unknown key.
+	// Key is the key as stored after a verification, a creation, an
+	// update or a reroll; nil for a deletion and for an unknown key.
 	Key *Key
 	// Count is how many keys an ExpiredDeleted removed.
 	Count  int64
@@ -76,7 +77,8 @@ func (e Event) Outcome() string {
 
 // WithObserver calls observe after every [Manager.Verify] and after every
 // change that succeeds ([Manager.Create], [Manager.Update],
-// [Manager.Delete] of an existing key, [Manager.DeleteExpired]), with the
+// [Manager.Reroll], [Manager.Delete] of an existing key,
+// [Manager.DeleteExpired]), with the
 // caller's context, on the caller's goroutine: keep it quick. Event.Kind
 // tells them apart. It is the hook for metrics, audit logs and usage
 // analytics; the plaintext of a key is never in an Event. A nil observe is

@@ -132,10 +132,17 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 			}
 		}
 		fromCache := s != nil
+		rerolled := false // s was found through an old hash, whose generation gen is not
 		if s == nil {
 			var err error
 			if s, err = m.dbFind(ctx, core.Eq("key", hash)); err != nil {
 				return Result{}, err
+			}
+			if s == nil {
+				if s, err = m.dbRerolled(ctx, hash, now); err != nil {
+					return Result{}, err
+				}
+				rerolled = s != nil
 			}
 			if s == nil {
 				m.keys.drop(hash)
@@ -143,7 +150,9 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 				return denied(CodeInvalid, 0, nil), nil
 			}
 			m.keys.put(s)
-			m.fill(ctx, s, gen)
+			if !rerolled {
+				m.fill(ctx, s, gen)
+			}
 		}
 		p := decide(s, now.UnixMilli(), cost, req)
 		if p.code != "" && fromCache {
@@ -178,7 +187,9 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 		case ok:
 			after := fromRow(row)
 			m.keys.put(after)
-			m.fill(ctx, after, gen)
+			if !rerolled {
+				m.fill(ctx, after, gen)
+			}
 			k, err := after.toKey()
 			if err != nil {
 				return Result{}, err

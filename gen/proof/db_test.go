@@ -71,8 +71,9 @@ func uniqueNaming(t *testing.T, naming core.Naming) core.Naming {
 	t.Helper()
 	suffix := uniqueSuffix(t)
 	naming.Tables = map[string]string{
-		core.ModelRateLimit: "gen_rl_" + suffix,
-		core.ModelAPIKey:    "gen_ak_" + suffix,
+		core.ModelRateLimit:   "gen_rl_" + suffix,
+		core.ModelAPIKey:      "gen_ak_" + suffix,
+		core.ModelRerolledKey: "gen_rk_" + suffix,
 	}
 	return naming
 }

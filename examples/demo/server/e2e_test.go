@@ -141,8 +141,9 @@ func suffix(t testing.TB) string {
 func uniqueTables(t testing.TB) core.Naming {
 	s := suffix(t)
 	return core.Naming{Tables: map[string]string{
-		core.ModelRateLimit: "demo_rate_limit_" + s,
-		core.ModelAPIKey:    "demo_apikey_" + s,
+		core.ModelRateLimit:   "demo_rate_limit_" + s,
+		core.ModelAPIKey:      "demo_apikey_" + s,
+		core.ModelRerolledKey: "demo_rerolled_key_" + s,
 	}}
 }
 

@@ -30,21 +30,22 @@ import (
 )
 
 // modelSet is one generated package: its ORM, dialect, and constructors
-// for its two models.
+// for its three models.
 type modelSet struct {
 	target    gen.Target
 	dialect   gen.Dialect
 	rateLimit func() any
 	apiKey    func() any
+	rerolled  func() any
 }
 
 var sets = []modelSet{
-	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }},
-	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }},
-	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }},
-	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }},
-	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }},
-	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }},
+	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }, func() any { return new(gormmodelsqlite.RerolledKey) }},
+	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }, func() any { return new(gormmodelpostgres.RerolledKey) }},
+	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }, func() any { return new(gormmodelmysql.RerolledKey) }},
+	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }, func() any { return new(bunsqlite.RerolledKey) }},
+	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }, func() any { return new(bunpostgres.RerolledKey) }},
+	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }, func() any { return new(bunmysql.RerolledKey) }},
 }
 
 func (m modelSet) name() string { return string(m.target) + "/" + string(m.dialect) }
@@ -87,11 +88,11 @@ func TestMigrateMatchesDDL(t *testing.T) {
 				o := open(t, m, db)
 				var want []string
 				if o.gorm != nil {
-					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey()); err != nil {
+					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey(), m.rerolled()); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					for _, model := range []any{m.rateLimit(), m.apiKey()} {
+					for _, model := range []any{m.rateLimit(), m.apiKey(), m.rerolled()} {
 						if _, err := o.bun.NewCreateTable().Model(model).Exec(ctx); err != nil {
 							t.Fatal(err)
 						}
@@ -101,6 +102,8 @@ func TestMigrateMatchesDDL(t *testing.T) {
 						"CREATE INDEX " + q("rate_limit_last_request_idx") + " ON " + q("rate_limit") + " (" + q("last_request") + ")",
 						"CREATE INDEX " + q("apikey_config_id_idx") + " ON " + q("apikey") + " (" + q("config_id") + ")",
 						"CREATE INDEX " + q("apikey_reference_id_idx") + " ON " + q("apikey") + " (" + q("reference_id") + ")",
+						"CREATE INDEX " + q("rerolled_key_key_id_idx") + " ON " + q("rerolled_key") + " (" + q("key_id") + ")",
+						"CREATE INDEX " + q("rerolled_key_expires_at_idx") + " ON " + q("rerolled_key") + " (" + q("expires_at") + ")",
 					}
 				}
 				plan, err := gen.DiffDB(ctx, db, gen.Config{Dialect: m.dialect})
@@ -115,13 +118,16 @@ func TestMigrateMatchesDDL(t *testing.T) {
 				if m.target == gen.Bun && m.dialect == gen.SQLite {
 					return
 				}
-				names := map[string][2]string{"rate_limit_key_key": {"rate_limit", "key"}, "apikey_key_key": {"apikey", "key"}}
+				names := map[string][2]string{"rate_limit_key_key": {"rate_limit", "key"}, "apikey_key_key": {"apikey", "key"},
+					"rerolled_key_key_key": {"rerolled_key", "key"}}
 				if m.target == gen.Gorm {
 					names["rate_limit_last_request_idx"] = [2]string{"rate_limit", "last_request"}
 					names["apikey_config_id_idx"] = [2]string{"apikey", "config_id"}
 					names["apikey_reference_id_idx"] = [2]string{"apikey", "reference_id"}
+					names["rerolled_key_key_id_idx"] = [2]string{"rerolled_key", "key_id"}
+					names["rerolled_key_expires_at_idx"] = [2]string{"rerolled_key", "expires_at"}
 				}
-				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey"})
+				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey", "rerolled_key"})
 				if err != nil {
 					t.Fatal(err)
 				}
