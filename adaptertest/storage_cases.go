@@ -98,6 +98,12 @@ func storageCases() []storageCase {
 			run:      storageClaimChecksPermissions,
 		},
 		{
+			name:     "ClaimChecksHash",
+			contract: "apikey.Rerollable: a claim answers as apikey.ApplyClaim does on the hash presented (rule 0): found only for the key's hash, \"\", or an earlier hash whose grace in the rerolled JSON text ends after now; otherwise as if no key were stored, spending nothing",
+			needs:    needRerollable,
+			run:      storageClaimChecksHash,
+		},
+		{
 			name:     "PatchSetsFieldsKeepsOthers",
 			contract: "apikey.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
 			needs:    needClaimer,
@@ -116,6 +122,13 @@ func storageCases() []storageCase {
 func needBounded(f *storageFixture) string {
 	if _, ok := f.s.(core.BoundedIncrementer); !ok {
 		return fmt.Sprintf("%T does not implement core.BoundedIncrementer", f.s)
+	}
+	return ""
+}
+
+func needRerollable(f *storageFixture) string {
+	if _, ok := f.s.(apikey.Rerollable); !ok {
+		return fmt.Sprintf("%T does not implement apikey.Rerollable", f.s)
 	}
 	return ""
 }
@@ -690,6 +703,46 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 }
 
 func ptrString(s string) *string { return &s }
+
+func storageClaimChecksHash(t testing.TB, f *storageFixture) {
+	cl := f.s.(apikey.Claimer)
+	texts := []*string{
+		nil,
+		ptrString(fmt.Sprintf(`{"old":%d,"older":%d}`, claimBase+5, claimBase-1)),
+		ptrString(`{"old":null}`),
+		ptrString(`{}`),
+		ptrString(``),
+		ptrString(`not JSON`),
+		ptrString(`["old"]`),
+		ptrString(fmt.Sprintf(`{"old":%d,"bad":"x"}`, claimBase+5)), // malformed: opens nothing
+	}
+	codes := map[bool]int{}
+	for i, text := range texts {
+		rec := claimKey(int64(40+i), ptr64(100))
+		rec.Rerolled = text
+		key := fmt.Sprintf("hash:%d", rec.ID)
+		storeRecord(t, f, key, rec, 0)
+		want := rec
+		for j, hash := range []string{"", rec.Key, "old", "older", "other", "old", "old"} {
+			req := apikey.ClaimRequest{Now: claimBase + int64(2*j), Cost: 1, Hash: hash}
+			got, err := cl.Claim(f.ctx, key, req)
+			if err != nil {
+				t.Fatalf("rerolled %s, hash %q: Claim: %v", show(text), hash, err)
+			}
+			ref := apikey.ApplyClaim(&want, req)
+			codes[ref.Found]++
+			if !reflect.DeepEqual(got, ref) {
+				t.Fatalf("rerolled %s, hash %q at %d: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(text), hash, req.Now, show(got), show(ref))
+			}
+			if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
+				t.Fatalf("rerolled %s, hash %q: the stored key is\n%s\nwant\n%s", show(text), hash, show(stored), show(want))
+			}
+		}
+	}
+	if codes[true] == 0 || codes[false] == 0 {
+		t.Errorf("found %d times, not found %d times: the hashes must reach both", codes[true], codes[false])
+	}
+}
 
 func storagePatch(t testing.TB, f *storageFixture) {
 	cl := f.s.(apikey.Claimer)

@@ -62,6 +62,12 @@ func storageRaceCases() []storageCase {
 			run:      raceClaimRateLimit,
 		},
 		{
+			name:     "RerollKeepsClaims",
+			contract: "apikey.Rerollable, through storage-only managers: a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left",
+			needs:    needRerollable,
+			run:      raceRerollStorage,
+		},
+		{
 			name:     "PatchKeepsConcurrentClaims",
 			contract: "apikey.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
 			needs:    needClaimer,
@@ -370,4 +376,21 @@ func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []core.S
 		return fmt.Errorf("name after the race = %s; want one of the patches'", show(after.Name))
 	}
 	return nil
+}
+
+// raceRerollStorage runs the API-key Rerolled scenario on storage-only
+// managers, one per client, sharing one clock.
+func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+	r := &apiKeyRound{nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
+	r.nowMs.Store(claimBase)
+	prefix := fmt.Sprintf("reroll:%d:%d:", round, time.Now().UnixNano())
+	for _, c := range clients {
+		m, err := apikey.NewStorageOnly(c, apikey.WithClock(r.now), apikey.WithStoragePrefix(prefix))
+		if err != nil {
+			return err
+		}
+		r.callers = append(r.callers, m)
+	}
+	r.admin = r.callers[0]
+	return apiKeyRerolled(ctx, r)
 }

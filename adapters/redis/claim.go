@@ -37,10 +37,10 @@ const (
 )
 
 // Claim verifies and consumes the API key stored at key in one Lua script,
-// exactly as [apikey.ApplyClaim] does (the permissions it requires too),
-// and writes it back keeping its expiry when the claim was allowed with a
-// positive cost. A missing key
-// answers Found == false. Now and Cost must be in [0, 2^51).
+// exactly as [apikey.ApplyClaim] does (the hash presented and the
+// permissions it requires too), and writes it back keeping its expiry when
+// the claim was allowed with a positive cost. A missing key answers
+// Found == false. Now and Cost must be in [0, 2^51).
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
 	core.AddRoundTrips(ctx, 1)
 	switch {
@@ -49,8 +49,8 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	case req.Now < 0 || req.Now >= maxCalc:
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
 	}
-	args := make([]any, 4, 4+2*(len(req.RequireAll)+len(req.RequireAny)))
-	args[0], args[1], args[2], args[3] = req.Now, req.Cost, len(req.RequireAll), len(req.RequireAny)
+	args := make([]any, 5, 5+2*(len(req.RequireAll)+len(req.RequireAny)))
+	args[0], args[1], args[2], args[3], args[4] = req.Now, req.Cost, req.Hash, len(req.RequireAll), len(req.RequireAny)
 	for _, ps := range [2][]apikey.Permission{req.RequireAll, req.RequireAny} {
 		for _, p := range ps {
 			args = append(args, p.Resource, p.Action)
@@ -131,7 +131,7 @@ var storedFields = map[string]fieldKind{
 	"requestCount": {'i', false}, "remaining": {'i', true}, "refillInterval": {'i', true},
 	"refillAmount": {'i', true}, "lastRefillAt": {'i', true}, "lastRequest": {'i', true},
 	"expiresAt": {'i', true}, "createdAt": {'i', false}, "updatedAt": {'i', false},
-	"permissions": {'s', true}, "metadata": {'s', true},
+	"permissions": {'s', true}, "metadata": {'s', true}, "rerolled": {'s', true},
 }
 
 // patchArg checks one field of a Patch and returns its kind and value as
@@ -193,7 +193,12 @@ func kindName(t byte) string {
 	return "a string"
 }
 
+// ClaimChecksHash declares that Claim applies rule 0 of
+// [apikey.ApplyClaim], so that storage-only managers can reroll keys.
+func (s *Storage) ClaimChecksHash() {}
+
 var (
-	_ apikey.Claimer = (*Storage)(nil)
-	_ apikey.Indexer = (*Storage)(nil)
+	_ apikey.Claimer    = (*Storage)(nil)
+	_ apikey.Rerollable = (*Storage)(nil)
+	_ apikey.Indexer    = (*Storage)(nil)
 )

@@ -1,11 +1,16 @@
 package apikey
 
+import "encoding/json"
+
 // ClaimRequest asks a [Claimer] to verify and consume one key. Every number
 // is a plain count or epoch milliseconds, so that a storage can evaluate it
 // in a server-side script.
 type ClaimRequest struct {
 	Now  int64 // epoch milliseconds, the verifier's clock
 	Cost int64 // units to consume, ≥ 0; 0 checks without writing
+	// Hash is the hash of the key presented, which must open the stored
+	// key (rule 0); "" skips the check.
+	Hash string
 	// RequireAll and RequireAny are the permissions the verification
 	// requires: every one of RequireAll, and one of RequireAny when it is
 	// not empty (see rule 3).
@@ -25,6 +30,10 @@ type ClaimResult struct {
 // one atomic step. k == nil means no key is stored. With now = req.Now,
 // cost = req.Cost and need = max(cost, 1), the rules, in order:
 //
+//  0. req.Hash is neither "" nor k.Key, and k.Rerolled (JSON text of
+//     earlier hash → end of its grace in epoch ms; none when nil or
+//     malformed) gives it no end after now → Found == false, as if no key
+//     were stored: an old plaintext whose grace is over opens nothing.
 //  1. !k.Enabled → CodeDisabled.
 //  2. k.ExpiresAt != nil && *k.ExpiresAt ≤ now → CodeExpired.
 //  3. The permissions k.Permissions lists (JSON text of resource →
@@ -49,7 +58,7 @@ type ClaimResult struct {
 //     decrement subtracts cost from remaining; and updatedAt = now. A
 //     denial changes nothing.
 func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
-	if k == nil {
+	if k == nil || !k.opensWith(req.Hash, req.Now) {
 		return ClaimResult{}
 	}
 	p := decide(k, req.Now, req.Cost, &required{all: req.RequireAll, any: req.RequireAny})
@@ -59,6 +68,27 @@ func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
 	}
 	res.Key = *k
 	return res
+}
+
+// opensWith reports whether the key presented with the given hash opens
+// k at now (rule 0 of [ApplyClaim]).
+func (k *StoredKey) opensWith(hash string, now int64) bool {
+	if hash == "" || hash == k.Key {
+		return true
+	}
+	end, ok := k.rerolledUntil()[hash]
+	return ok && end > now
+}
+
+// rerolledUntil decodes k.Rerolled; malformed text holds nothing.
+func (k *StoredKey) rerolledUntil() map[string]int64 {
+	var m map[string]int64
+	if k.Rerolled != nil && *k.Rerolled != "" {
+		if json.Unmarshal([]byte(*k.Rerolled), &m) != nil {
+			return nil
+		}
+	}
+	return m
 }
 
 // plan is the decision for one verification: a denial code, or the steps

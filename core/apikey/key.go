@@ -79,6 +79,11 @@ type StoredKey struct {
 	UpdatedAt           int64   `json:"updatedAt"`    // epoch ms
 	Permissions         *string `json:"permissions"`  // JSON text
 	Metadata            *string `json:"metadata"`     // JSON text
+	// Rerolled, in storage-only mode, holds the earlier hashes of a
+	// rerolled key that still open it: JSON text of hash → end of its
+	// grace in epoch ms. The database keeps them in the rerolledKey table
+	// instead.
+	Rerolled *string `json:"rerolled,omitempty"`
 }
 
 // toKey converts the stored form into a [Key]. Malformed permissions or

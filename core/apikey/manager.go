@@ -204,7 +204,8 @@ func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
 		return nil, invalidf("NewStorageOnly: WithKeyStateCache applies to database mode only")
 	}
 	ix, _ := s.(Indexer)
-	return &Manager{store: &storeOnly{s: s, c: c, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}, o: o}, nil
+	_, rerolls := s.(Rerollable)
+	return &Manager{store: &storeOnly{s: s, c: c, rerolls: rerolls, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}, o: o}, nil
 }
 
 // now returns the clock's time in UTC, truncated to the millisecond: the

@@ -12,8 +12,8 @@ import (
 )
 
 // MemoryStore is an in-process [core.SecondaryStorage] that also implements
-// [Claimer] and [Indexer], for storage-only mode in tests and single-process
-// services. One mutex guards everything, which makes each claim atomic.
+// [Claimer] (and [Rerollable]) and [Indexer], for storage-only mode in tests
+// and single-process services. One mutex guards everything, which makes each claim atomic.
 type MemoryStore struct {
 	mu     sync.Mutex
 	clock  func() time.Time
@@ -37,9 +37,13 @@ func NewMemoryStore(clock func() time.Time) *MemoryStore {
 
 var (
 	_ core.SecondaryStorage = (*MemoryStore)(nil)
-	_ Claimer               = (*MemoryStore)(nil)
+	_ Rerollable            = (*MemoryStore)(nil)
 	_ Indexer               = (*MemoryStore)(nil)
 )
+
+// ClaimChecksHash declares that Claim applies rule 0 of [ApplyClaim],
+// which it does by calling it.
+func (s *MemoryStore) ClaimChecksHash() {}
 
 // get returns a live value; the caller holds mu.
 func (s *MemoryStore) get(key string) (memValue, bool) {

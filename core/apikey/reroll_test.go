@@ -12,6 +12,30 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 )
 
+// inBothModes runs test on a manager over the database and on one over a
+// storage alone.
+func inBothModes(t *testing.T, test func(t *testing.T, e *env)) {
+	t.Run("database", func(t *testing.T) { test(t, newEnv(t)) })
+	t.Run("storage", func(t *testing.T) {
+		m, _, c := newStoreEnv(t)
+		test(t, &env{m: m, clock: c})
+	})
+}
+
+// oldHashes counts the old hashes stored in the database's rerolledKey
+// table; in storage-only mode, where they live in the key, -1.
+func (e *env) oldHashes(t testing.TB) int64 {
+	t.Helper()
+	if e.db == nil {
+		return -1
+	}
+	n, err := e.db.Count(context.Background(), core.ModelRerolledKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func (e *env) reroll(t testing.TB, id int64, grace time.Duration) (string, *Key) {
 	t.Helper()
 	plain, k, err := e.m.Reroll(context.Background(), id, grace)
@@ -25,119 +49,124 @@ func (e *env) reroll(t testing.TB, id int64, grace time.Duration) (string, *Key)
 // counters and settings go on; the old one opens it until its grace ends,
 // then answers invalid.
 func TestRerollKeepsTheRecord(t *testing.T) {
-	e := newEnv(t)
-	old, k := e.create(t, CreateParams{Prefix: "sk_", Remaining: quota(10), Name: "ci",
-		RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}})
-	for range 2 {
+	inBothModes(t, func(t *testing.T, e *env) {
+		old, k := e.create(t, CreateParams{Prefix: "sk_", Remaining: quota(10), Name: "ci",
+			RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}})
+		for range 2 {
+			wantCode(t, e.verify(t, old), "")
+		}
+		fresh, rk := e.reroll(t, k.ID, time.Hour)
+		switch {
+		case fresh == old || !strings.HasPrefix(fresh, "sk_") || len(fresh) != len(old):
+			t.Fatalf("new plaintext %q, old %q: want a different key with the same prefix and length", fresh, old)
+		case rk.ID != k.ID || rk.Hash != Hash(fresh) || rk.Start != fresh[:StartLength] || rk.Name != "ci":
+			t.Fatalf("rerolled key %+v: want id %d, the new hash and start, the same name", rk, k.ID)
+		case remaining(t, rk) != 8 || rk.RequestCount != 2:
+			t.Fatalf("rerolled key: remaining %d, requestCount %d; want 8 and 2 (the counters go on)", remaining(t, rk), rk.RequestCount)
+		}
+		r := e.verify(t, fresh)
+		wantCode(t, r, "")
+		if r.Key.ID != k.ID || remaining(t, r.Key) != 7 {
+			t.Fatalf("new key: id %d remaining %d, want %d and 7", r.Key.ID, remaining(t, r.Key), k.ID)
+		}
+		r = e.verify(t, old)
+		wantCode(t, r, "")
+		if r.Key.ID != k.ID || remaining(t, r.Key) != 6 || r.Key.RequestCount != 4 {
+			t.Fatalf("old key in its grace: id %d remaining %d requestCount %d, want %d, 6 and 4", r.Key.ID, remaining(t, r.Key), r.Key.RequestCount, k.ID)
+		}
+		e.clock.Advance(time.Hour - time.Millisecond)
 		wantCode(t, e.verify(t, old), "")
-	}
-	fresh, rk := e.reroll(t, k.ID, time.Hour)
-	switch {
-	case fresh == old || !strings.HasPrefix(fresh, "sk_") || len(fresh) != len(old):
-		t.Fatalf("new plaintext %q, old %q: want a different key with the same prefix and length", fresh, old)
-	case rk.ID != k.ID || rk.Hash != Hash(fresh) || rk.Start != fresh[:StartLength] || rk.Name != "ci":
-		t.Fatalf("rerolled key %+v: want id %d, the new hash and start, the same name", rk, k.ID)
-	case remaining(t, rk) != 8 || rk.RequestCount != 2:
-		t.Fatalf("rerolled key: remaining %d, requestCount %d; want 8 and 2 (the counters go on)", remaining(t, rk), rk.RequestCount)
-	}
-	r := e.verify(t, fresh)
-	wantCode(t, r, "")
-	if r.Key.ID != k.ID || remaining(t, r.Key) != 7 {
-		t.Fatalf("new key: id %d remaining %d, want %d and 7", r.Key.ID, remaining(t, r.Key), k.ID)
-	}
-	r = e.verify(t, old)
-	wantCode(t, r, "")
-	if r.Key.ID != k.ID || remaining(t, r.Key) != 6 || r.Key.RequestCount != 4 {
-		t.Fatalf("old key in its grace: id %d remaining %d requestCount %d, want %d, 6 and 4", r.Key.ID, remaining(t, r.Key), r.Key.RequestCount, k.ID)
-	}
-	e.clock.Advance(time.Hour - time.Millisecond)
-	wantCode(t, e.verify(t, old), "")
-	e.clock.Advance(time.Millisecond)
-	wantCode(t, e.verify(t, old), CodeInvalid)
-	wantCode(t, e.verify(t, fresh), "")
-	if got := e.get(t, k.ID); remaining(t, got) != 4 {
-		t.Fatalf("stored remaining %d, want 4: one unit per admitted verification", remaining(t, got))
-	}
-	// DeleteExpired forgets old hashes whose grace is over, not the key.
-	if n, err := e.m.DeleteExpired(context.Background()); err != nil || n != 0 {
-		t.Fatalf("DeleteExpired = %d, %v; want 0 keys", n, err)
-	}
-	if n, _ := e.db.Count(context.Background(), core.ModelRerolledKey); n != 0 {
-		t.Fatalf("%d old hashes left after DeleteExpired, want 0", n)
-	}
+		e.clock.Advance(time.Millisecond)
+		wantCode(t, e.verify(t, old), CodeInvalid)
+		wantCode(t, e.verify(t, fresh), "")
+		if got := e.get(t, k.ID); remaining(t, got) != 4 {
+			t.Fatalf("stored remaining %d, want 4: one unit per admitted verification", remaining(t, got))
+		}
+		// DeleteExpired forgets old hashes whose grace is over, not the key.
+		if n, err := e.m.DeleteExpired(context.Background()); err != nil || n != 0 {
+			t.Fatalf("DeleteExpired = %d, %v; want 0 keys", n, err)
+		}
+		if n := e.oldHashes(t); n > 0 {
+			t.Fatalf("%d old hashes left after DeleteExpired, want 0", n)
+		}
+	})
 }
 
 // TestRerollWithoutGrace: the old plaintext stops at once, and no old
 // hash is stored.
 func TestRerollWithoutGrace(t *testing.T) {
-	e := newEnv(t)
-	old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
-	wantCode(t, e.verify(t, old), "") // remembered, so the next try is a guarded write by the old hash
-	fresh, _ := e.reroll(t, k.ID, 0)
-	wantCode(t, e.verify(t, old), CodeInvalid)
-	wantCode(t, e.verify(t, fresh), "")
-	if n, _ := e.db.Count(context.Background(), core.ModelRerolledKey); n != 0 {
-		t.Fatalf("%d old hashes stored, want 0", n)
-	}
+	inBothModes(t, func(t *testing.T, e *env) {
+		old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
+		wantCode(t, e.verify(t, old), "") // remembered, so the next try is a guarded write by the old hash
+		fresh, _ := e.reroll(t, k.ID, 0)
+		wantCode(t, e.verify(t, old), CodeInvalid)
+		wantCode(t, e.verify(t, fresh), "")
+		if n := e.oldHashes(t); n > 0 {
+			t.Fatalf("%d old hashes stored, want 0", n)
+		}
+	})
 }
 
 // TestRerollTwice: each earlier plaintext keeps its own grace.
 func TestRerollTwice(t *testing.T) {
-	e := newEnv(t)
-	first, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(100)})
-	second, _ := e.reroll(t, k.ID, 2*time.Hour)
-	e.clock.Advance(time.Hour)
-	third, _ := e.reroll(t, k.ID, 2*time.Hour)
-	for _, key := range []string{first, second, third} {
-		wantCode(t, e.verify(t, key), "")
-	}
-	e.clock.Advance(time.Hour) // first's grace is over, second's is not
-	wantCode(t, e.verify(t, first), CodeInvalid)
-	wantCode(t, e.verify(t, second), "")
-	e.clock.Advance(time.Hour)
-	wantCode(t, e.verify(t, second), CodeInvalid)
-	r := e.verify(t, third)
-	wantCode(t, r, "")
-	if remaining(t, r.Key) != 95 {
-		t.Fatalf("remaining %d, want 95", remaining(t, r.Key))
-	}
+	inBothModes(t, func(t *testing.T, e *env) {
+		first, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(100)})
+		second, _ := e.reroll(t, k.ID, 2*time.Hour)
+		e.clock.Advance(time.Hour)
+		third, _ := e.reroll(t, k.ID, 2*time.Hour)
+		for _, key := range []string{first, second, third} {
+			wantCode(t, e.verify(t, key), "")
+		}
+		e.clock.Advance(time.Hour) // first's grace is over, second's is not
+		wantCode(t, e.verify(t, first), CodeInvalid)
+		wantCode(t, e.verify(t, second), "")
+		e.clock.Advance(time.Hour)
+		wantCode(t, e.verify(t, second), CodeInvalid)
+		r := e.verify(t, third)
+		wantCode(t, r, "")
+		if remaining(t, r.Key) != 95 {
+			t.Fatalf("remaining %d, want 95", remaining(t, r.Key))
+		}
+	})
 }
 
 // TestRerollRefusesBadInput: before any write.
 func TestRerollRefusesBadInput(t *testing.T) {
-	e := newEnv(t)
-	old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
-	ctx := context.Background()
-	for _, c := range []struct {
-		grace time.Duration
-		want  string
-	}{{-time.Second, "negative"}, {time.Microsecond, "shorter than a millisecond"}} {
-		if _, _, err := e.m.Reroll(ctx, k.ID, c.grace); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("Reroll(grace %v): err = %v, want ErrInvalid saying %q", c.grace, err, c.want)
+	inBothModes(t, func(t *testing.T, e *env) {
+		old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
+		ctx := context.Background()
+		for _, c := range []struct {
+			grace time.Duration
+			want  string
+		}{{-time.Second, "negative"}, {time.Microsecond, "shorter than a millisecond"}} {
+			if _, _, err := e.m.Reroll(ctx, k.ID, c.grace); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("Reroll(grace %v): err = %v, want ErrInvalid saying %q", c.grace, err, c.want)
+			}
 		}
-	}
-	if _, _, err := e.m.Reroll(ctx, k.ID+1, time.Hour); !errors.Is(err, core.ErrNotFound) {
-		t.Errorf("Reroll(unknown id): err = %v, want ErrNotFound", err)
-	}
-	wantCode(t, e.verify(t, old), "")
-	if n, _ := e.db.Count(ctx, core.ModelRerolledKey); n != 0 {
-		t.Fatalf("%d old hashes stored by refused rerolls, want 0", n)
-	}
+		if _, _, err := e.m.Reroll(ctx, k.ID+1, time.Hour); !errors.Is(err, core.ErrNotFound) {
+			t.Errorf("Reroll(unknown id): err = %v, want ErrNotFound", err)
+		}
+		wantCode(t, e.verify(t, old), "")
+		if n := e.oldHashes(t); n > 0 {
+			t.Fatalf("%d old hashes stored by refused rerolls, want 0", n)
+		}
+	})
 }
 
 // TestRerollDeleteForgetsOldHashes: deleting a key deletes its old hashes,
 // which then open nothing.
 func TestRerollDeleteForgetsOldHashes(t *testing.T) {
-	e := newEnv(t)
-	old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
-	e.reroll(t, k.ID, time.Hour)
-	if ok, err := e.m.Delete(context.Background(), k.ID); !ok || err != nil {
-		t.Fatalf("Delete = %v, %v", ok, err)
-	}
-	wantCode(t, e.verify(t, old), CodeInvalid)
-	if n, _ := e.db.Count(context.Background(), core.ModelRerolledKey); n != 0 {
-		t.Fatalf("%d old hashes left, want 0", n)
-	}
+	inBothModes(t, func(t *testing.T, e *env) {
+		old, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
+		e.reroll(t, k.ID, time.Hour)
+		if ok, err := e.m.Delete(context.Background(), k.ID); !ok || err != nil {
+			t.Fatalf("Delete = %v, %v", ok, err)
+		}
+		wantCode(t, e.verify(t, old), CodeInvalid)
+		if n := e.oldHashes(t); n > 0 {
+			t.Fatalf("%d old hashes left, want 0", n)
+		}
+	})
 }
 
 // TestRerollCached: a cached copy of the key under its old hash is never
@@ -200,11 +229,21 @@ func (s schemaFailing) CheckSchema(_ context.Context, t *core.Table) error {
 	return nil
 }
 
-// TestRerollStorageOnlyUnsupported: storage-only mode says so.
-func TestRerollStorageOnlyUnsupported(t *testing.T) {
-	m, _, _ := newStoreEnv(t)
-	if _, _, err := m.Reroll(context.Background(), 1, time.Hour); !errors.Is(err, core.ErrUnsupported) {
-		t.Fatalf("Reroll in storage-only mode: err = %v, want ErrUnsupported", err)
+// TestRerollNeedsRerollable: a storage whose Claim does not declare that
+// it checks the hash presented cannot reroll, since it would let the old
+// plaintext work for ever.
+func TestRerollNeedsRerollable(t *testing.T) {
+	s := NewMemoryStore(nil)
+	m, err := NewStorageOnly(claimOnly{s, s}) // Claimer, not Rerollable
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, k, err := m.Create(context.Background(), CreateParams{ReferenceID: "u", RateLimit: noRateLimit()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := m.Reroll(context.Background(), k.ID, time.Hour); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "Rerollable") {
+		t.Fatalf("Reroll on a storage without Rerollable: err = %v, want ErrUnsupported naming Rerollable", err)
 	}
 }
 
@@ -212,43 +251,44 @@ func TestRerollStorageOnlyUnsupported(t *testing.T) {
 // verify it, half with the old plaintext and half, once it exists, with the
 // new one: exactly the quota is admitted, and the stored counter agrees.
 func TestRerollUnderConcurrentVerification(t *testing.T) {
-	const callers, q = 100, 60
-	e := newEnv(t)
-	old, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(q)})
-	var fresh atomic.Pointer[string]
-	rerolled := make(chan struct{})
-	var admitted, exceeded atomic.Int64
-	release(callers+1, func(i int) {
-		if i == callers {
-			p, _, err := e.m.Reroll(context.Background(), k.ID, time.Hour)
-			if err != nil {
-				t.Errorf("Reroll: %v", err)
+	inBothModes(t, func(t *testing.T, e *env) {
+		const callers, q = 100, 60
+		old, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(q)})
+		var fresh atomic.Pointer[string]
+		rerolled := make(chan struct{})
+		var admitted, exceeded atomic.Int64
+		release(callers+1, func(i int) {
+			if i == callers {
+				defer close(rerolled)
+				p, _, err := e.m.Reroll(context.Background(), k.ID, time.Hour)
+				if err != nil {
+					t.Errorf("Reroll: %v", err)
+				}
+				fresh.Store(&p)
+				return
 			}
-			fresh.Store(&p)
-			close(rerolled)
-			return
+			key := old
+			if i%2 == 1 {
+				<-rerolled
+				key = *fresh.Load()
+			}
+			r, err := e.m.Verify(context.Background(), key)
+			switch {
+			case err != nil:
+				t.Errorf("Verify: %v", err)
+			case r.Valid:
+				admitted.Add(1)
+			case r.Code == CodeUsageExceeded:
+				exceeded.Add(1)
+			default:
+				t.Errorf("caller %d: code %s", i, r.Code)
+			}
+		})
+		if admitted.Load() != q || exceeded.Load() != callers-q {
+			t.Fatalf("%d admitted, %d usage exceeded; want %d and %d", admitted.Load(), exceeded.Load(), q, callers-q)
 		}
-		key := old
-		if i%2 == 1 {
-			<-rerolled
-			key = *fresh.Load()
-		}
-		r, err := e.m.Verify(context.Background(), key)
-		switch {
-		case err != nil:
-			t.Errorf("Verify: %v", err)
-		case r.Valid:
-			admitted.Add(1)
-		case r.Code == CodeUsageExceeded:
-			exceeded.Add(1)
-		default:
-			t.Errorf("caller %d: code %s", i, r.Code)
+		if got := e.get(t, k.ID); remaining(t, got) != 0 {
+			t.Fatalf("stored remaining %d, want 0", remaining(t, got))
 		}
 	})
-	if admitted.Load() != q || exceeded.Load() != callers-q {
-		t.Fatalf("%d admitted, %d usage exceeded; want %d and %d", admitted.Load(), exceeded.Load(), q, callers-q)
-	}
-	if got := e.get(t, k.ID); remaining(t, got) != 0 {
-		t.Fatalf("stored remaining %d, want 0", remaining(t, got))
-	}
 }

@@ -34,6 +34,17 @@ type Claimer interface {
 	Patch(ctx context.Context, key string, fields map[string]any) (after StoredKey, ok bool, err error)
 }
 
+// Rerollable is the capability storage-only mode needs of a [Claimer] to
+// reroll keys ([Manager.Reroll]): a Claim that honours
+// [ClaimRequest.Hash] (rule 0 of [ApplyClaim]). Its method only declares
+// it. Without it Reroll fails with [core.ErrUnsupported]: a Claim that
+// ignored the hash would let a rerolled key's old plaintext work for ever.
+type Rerollable interface {
+	Claimer
+	// ClaimChecksHash declares that Claim applies rule 0.
+	ClaimChecksHash()
+}
+
 // Indexer is an optional storage capability: unordered sets of strings.
 // Storage-only mode uses it to list keys by owner and to find expired keys;
 // without it [Manager.List] and [Manager.DeleteExpired] fail with
@@ -47,13 +58,16 @@ type Indexer interface {
 	SetMembers(ctx context.Context, set string) ([]string, error)
 }
 
-// storeOnly keeps keys in a secondary storage: the key at prefix+"key:"+hash,
-// the hash of each id at prefix+"id:"+id, and with an Indexer the hashes of
-// each owner in the set prefix+"ref:"+referenceId and all hashes in
-// prefix+"all".
+// storeOnly keeps keys in a secondary storage: the key at prefix+"key:"+h,
+// h being the hash it was created with (its location, which a reroll does
+// not move), the location of each id at prefix+"id:"+id, and with an
+// Indexer the locations of each owner in the set prefix+"ref:"+referenceId
+// and all of them in prefix+"all". A hash a key was rerolled to points to
+// its location from prefix+"to:"+hash.
 type storeOnly struct {
 	s           core.SecondaryStorage
 	c           Claimer
+	rerolls     bool    // c is Rerollable
 	ix          Indexer // nil: no listing
 	prefix      string
 	dropExpired bool // WithDeleteExpiredOnVerify
@@ -63,22 +77,35 @@ func (st *storeOnly) recKey(hash string) string { return st.prefix + "key:" + ha
 func (st *storeOnly) idKey(id int64) string     { return st.prefix + "id:" + strconv.FormatInt(id, 10) }
 func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + ref }
 func (st *storeOnly) allSet() string            { return st.prefix + "all" }
+func (st *storeOnly) toKey(hash string) string  { return st.prefix + "to:" + hash }
 
 func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required) (Result, error) {
 	now := at.UnixMilli()
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
-	claim := ClaimRequest{Now: now, Cost: cost}
+	claim := ClaimRequest{Now: now, Cost: cost, Hash: hash}
 	if req != nil {
 		claim.RequireAll, claim.RequireAny = req.all, req.any
 	}
-	res, err := st.c.Claim(ctx, st.recKey(hash), claim)
+	loc := hash
+	res, err := st.claim(ctx, loc, claim)
 	if err != nil {
-		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
+		return Result{}, err
+	}
+	if !res.Found && st.rerolls {
+		// A hash the key was rerolled to, or an old one whose grace is
+		// over (the claim's rule 0 then refuses it).
+		to, ok, err := st.s.Get(ctx, st.toKey(hash))
+		if err != nil {
 			return Result{}, err
 		}
-		return Result{}, fmt.Errorf("apikey: claim: %w", err)
+		if ok && to != hash {
+			loc = to
+			if res, err = st.claim(ctx, loc, claim); err != nil {
+				return Result{}, err
+			}
+		}
 	}
 	if !res.Found {
 		return denied(CodeInvalid, 0, nil), nil
@@ -88,7 +115,7 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 		return Result{}, err
 	}
 	if res.Code == CodeExpired && st.dropExpired {
-		if err := st.remove(ctx, &res.Key); err != nil {
+		if err := st.remove(ctx, loc, &res.Key); err != nil {
 			return Result{}, err
 		}
 	}
@@ -96,6 +123,18 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 		return denied(res.Code, res.TryAgainIn, k), nil
 	}
 	return allowed(k), nil
+}
+
+// claim claims the key stored at location loc.
+func (st *storeOnly) claim(ctx context.Context, loc string, claim ClaimRequest) (ClaimResult, error) {
+	res, err := st.c.Claim(ctx, st.recKey(loc), claim)
+	if err != nil {
+		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
+			return ClaimResult{}, err
+		}
+		return ClaimResult{}, fmt.Errorf("apikey: claim: %w", err)
+	}
+	return res, nil
 }
 
 func (st *storeOnly) create(ctx context.Context, s *StoredKey) error {
@@ -193,25 +232,43 @@ func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*S
 }
 
 func (st *storeOnly) delete(ctx context.Context, id int64) (bool, error) {
-	s, err := st.byID(ctx, id)
+	loc, ok, err := st.hashOf(ctx, id)
+	if err != nil || !ok {
+		return false, err
+	}
+	s, err := st.byHash(ctx, loc)
 	if err != nil || s == nil {
 		return false, err
 	}
-	return true, st.remove(ctx, s)
+	return true, st.remove(ctx, loc, s)
 }
 
-func (st *storeOnly) remove(ctx context.Context, s *StoredKey) error {
-	if err := st.s.Delete(ctx, st.recKey(s.Key)); err != nil {
+// remove deletes the key s stored at location loc, and then the pointers
+// of the hashes it was rerolled to (which, the key gone, open nothing).
+func (st *storeOnly) remove(ctx context.Context, loc string, s *StoredKey) error {
+	if err := st.s.Delete(ctx, st.recKey(loc)); err != nil {
 		return err
 	}
 	if err := st.s.Delete(ctx, st.idKey(s.ID)); err != nil {
 		return err
 	}
 	if st.ix != nil {
-		if err := st.ix.RemoveFromSet(ctx, st.refSet(s.ReferenceID), s.Key); err != nil {
+		if err := st.ix.RemoveFromSet(ctx, st.refSet(s.ReferenceID), loc); err != nil {
 			return err
 		}
-		return st.ix.RemoveFromSet(ctx, st.allSet(), s.Key)
+		if err := st.ix.RemoveFromSet(ctx, st.allSet(), loc); err != nil {
+			return err
+		}
+	}
+	for h := range s.rerolledUntil() {
+		if h != loc {
+			if err := st.s.Delete(ctx, st.toKey(h)); err != nil {
+				return err
+			}
+		}
+	}
+	if s.Key != loc {
+		return st.s.Delete(ctx, st.toKey(s.Key))
 	}
 	return nil
 }
@@ -225,7 +282,14 @@ func (st *storeOnly) deleteExpired(ctx context.Context, at time.Time) (int64, er
 	var n int64
 	for _, s := range all {
 		if s.ExpiresAt != nil && *s.ExpiresAt <= now {
-			if err := st.remove(ctx, s); err != nil {
+			loc, ok, err := st.hashOf(ctx, s.ID)
+			if err != nil {
+				return n, err
+			}
+			if !ok {
+				continue // deleted meanwhile
+			}
+			if err := st.remove(ctx, loc, s); err != nil {
 				return n, err
 			}
 			n++

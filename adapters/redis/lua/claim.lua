@@ -1,10 +1,11 @@
 -- claim: apikey.ApplyClaim on the record at KEYS[1], as one atomic step.
--- ARGV: now (epoch ms), cost, then the count of RequireAll and of
--- RequireAny permissions, then each as a resource and an action. Returns
--- {0} when no record is stored, else {1, code, tryAgainIn, record}: code
--- '' when allowed, record the JSON after the claim. A denial or a cost of
--- 0 writes nothing; an allowed claim rewrites the record keeping its
--- expiry.
+-- ARGV: now (epoch ms), cost, the hash presented ('' for none), then the
+-- count of RequireAll and of RequireAny permissions, then each as a
+-- resource and an action. Returns {0} when no record is stored, or when
+-- the hash presented does not open it (rule 0), else {1, code,
+-- tryAgainIn, record}: code '' when allowed, record the JSON after the
+-- claim. A denial or a cost of 0 writes nothing; an allowed claim
+-- rewrites the record keeping its expiry.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {0} end
 local rec, err = decode(raw)
@@ -14,6 +15,28 @@ local now, cost = tonumber(ARGV[1]), tonumber(ARGV[2])
 local need = math.max(cost, 1)
 local function deny(code, wait) return {1, code, wait, raw} end
 
+-- Rule 0: the hash presented is the key's, or an earlier one whose grace
+-- ends after now, as the rerolled JSON text (hash -> epoch ms) says, read
+-- as Go reads it into map[string]int64: null counts as 0, and any other
+-- value that is not an integer makes the whole text hold nothing.
+local hash = ARGV[3]
+if hash ~= '' and field(rec, 'key') ~= hash then
+  local ends = {}
+  local text = field(rec, 'rerolled')
+  if text and text ~= '' then
+    local ok, m = pcall(cjson.decode, text)
+    if ok and type(m) == 'table' and string.match(text, '^%s*{') then
+      for h, e in pairs(m) do
+        if e == null then e = 0 end
+        if type(h) ~= 'string' or type(e) ~= 'number' or e ~= math.floor(e) then ends = {} break end
+        ends[h] = e
+      end
+    end
+  end
+  local e = ends[hash]
+  if not e or e <= now then return {0} end
+end
+
 if field(rec, 'enabled') ~= true then return deny('KEY_DISABLED', 0) end
 local expires = field(rec, 'expiresAt')
 if expires and expires <= now then return deny('KEY_EXPIRED', 0) end
@@ -22,7 +45,7 @@ if expires and expires <= now then return deny('KEY_EXPIRED', 0) end
 -- read as Go's json.Unmarshal into map[string][]string reads it (a null
 -- action is the empty one, which no request can require; anything else
 -- malformed holds no permission).
-local nAll, nAny = tonumber(ARGV[3]) or 0, tonumber(ARGV[4]) or 0
+local nAll, nAny = tonumber(ARGV[4]) or 0, tonumber(ARGV[5]) or 0
 if nAll + nAny > 0 then
   local held, good = {}, false
   local perms = field(rec, 'permissions')
@@ -53,12 +76,12 @@ if nAll + nAny > 0 then
     local set = held[ARGV[i]]
     return set ~= nil and set[ARGV[i + 1]] == true
   end
-  for i = 5, 4 + 2 * nAll, 2 do
+  for i = 6, 5 + 2 * nAll, 2 do
     if not has(i) then return deny('INSUFFICIENT_PERMISSIONS', 0) end
   end
   if nAny > 0 then
     local any = false
-    for i = 5 + 2 * nAll, 4 + 2 * (nAll + nAny), 2 do
+    for i = 6 + 2 * nAll, 5 + 2 * (nAll + nAny), 2 do
       if has(i) then any = true break end
     end
     if not any then return deny('INSUFFICIENT_PERMISSIONS', 0) end

@@ -21,7 +21,7 @@ local kinds = {
   requestCount = 'number', remaining = 'number', refillInterval = 'number',
   refillAmount = 'number', lastRefillAt = 'number', lastRequest = 'number',
   expiresAt = 'number', createdAt = 'number', updatedAt = 'number',
-  permissions = 'string', metadata = 'string',
+  permissions = 'string', metadata = 'string', rerolled = 'string',
 }
 
 -- decode returns the record as a table, or nil and what is wrong with it.
