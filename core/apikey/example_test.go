@@ -183,3 +183,30 @@ func ExamplePermissions() {
 	// map[files:[read]] → true  200
 	// map[files:[write]] → false INSUFFICIENT_PERMISSIONS 403
 }
+
+// Reroll a leaked key: the new plaintext opens the same record at once,
+// and the old one keeps working for the grace period, then is invalid.
+func ExampleManager_Reroll() {
+	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db, apikey.WithClock(func() time.Time { return now }))
+	quota := int64(10)
+	old, key, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Remaining: &quota, RateLimit: &apikey.RateLimit{}})
+
+	fresh, _, err := keys.Reroll(ctx, key.ID, time.Hour)
+	if err != nil {
+		panic(err)
+	}
+	for _, k := range []string{fresh, old} {
+		res, _ := keys.Verify(ctx, k)
+		fmt.Println(res.Valid, res.Key.ID == key.ID, *res.Key.Remaining)
+	}
+	now = now.Add(time.Hour)
+	res, _ := keys.Verify(ctx, old)
+	fmt.Println("after the grace:", res.Code)
+	// Output:
+	// true true 9
+	// true true 8
+	// after the grace: INVALID_API_KEY
+}

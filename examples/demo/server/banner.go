@@ -41,5 +41,8 @@ func (s *Server) Banner(base string) string {
 	line("")
 	line("  # 7. Each key's usage, counted from the API-key events.")
 	line("  curl -s %s/usage", base)
+	line("")
+	line("  # 8. Rotate the key: a new plaintext for the same record; the old one works for 30 s more.")
+	line("  curl -s -X POST %s/keys/reroll -H \"x-api-key: $KEY\" -d '{\"grace\":\"30s\"}'", base)
 	return b.String()
 }

@@ -329,6 +329,28 @@ func (h *harness) scenario(t *testing.T) {
 		h.do(t, "POST", "/keys", "", `{"permissions":{"data":[""]}}`).expect(t, http.StatusBadRequest, "INVALID_REQUEST")
 	})
 
+	t.Run("POST /keys/reroll rotates a key: the same record, the old key works for the grace", func(t *testing.T) {
+		old, id := h.createKey(t, `{"rateLimit":100,"quota":10}`)
+		h.do(t, "GET", "/api/data", old, "").expect(t, http.StatusOK, "")
+		h.do(t, "POST", "/keys/reroll", "", "").expect(t, http.StatusUnauthorized, "MISSING_API_KEY")
+		h.do(t, "POST", "/keys/reroll", old, `{"grace":"-1s"}`).expect(t, http.StatusBadRequest, "INVALID_REQUEST")
+		r := h.do(t, "POST", "/keys/reroll", old, `{"grace":"30s"}`)
+		r.expect(t, http.StatusOK, "")
+		fresh, _ := r.body["key"].(string)
+		if r.num(t, "id") != id || r.num(t, "remaining") != 9 || fresh == old || !strings.HasPrefix(fresh, server.KeyPrefix) {
+			t.Fatalf("reroll answered %v: want key %d with remaining 9 and a new plaintext", r.body, id)
+		}
+		h.do(t, "GET", "/api/data", fresh, "").expect(t, http.StatusOK, "")
+		h.do(t, "GET", "/api/data", old, "").expect(t, http.StatusOK, "")
+		h.clock.Advance(30 * time.Second)
+		h.do(t, "GET", "/api/data", old, "").expect(t, http.StatusUnauthorized, "INVALID_API_KEY")
+		h.do(t, "POST", "/keys/reroll", old, "").expect(t, http.StatusUnauthorized, "INVALID_API_KEY")
+		h.do(t, "GET", "/api/data", fresh, "").expect(t, http.StatusOK, "")
+		if k := h.stored(t, id); *k.Remaining != 6 || k.Hash != apikey.Hash(fresh) {
+			t.Errorf("stored remaining %d, hash %q; want 6 and the new key's hash", *k.Remaining, k.Hash)
+		}
+	})
+
 	t.Run("GET /usage counts each key's verifications from the API-key events", func(t *testing.T) {
 		key, id := h.createKey(t, `{"rateLimit":100}`)
 		h.do(t, "GET", "/api/data", key, "").expect(t, http.StatusOK, "")

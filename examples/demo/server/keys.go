@@ -208,6 +208,63 @@ func (s *Server) createKey(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, body)
 }
 
+// RerollRequest is the optional JSON body of POST /keys/reroll.
+type RerollRequest struct {
+	// Grace is how long the old plaintext keeps working ("0s": it stops at
+	// once); default one minute.
+	Grace *Duration `json:"grace,omitempty"`
+}
+
+// DefaultRerollGrace is the grace of a reroll that names none.
+const DefaultRerollGrace = time.Minute
+
+// rerollKey gives the key in the x-api-key header a new plaintext and shows
+// it, once: the key rotates itself, so only its holder can. A key whose
+// quota or rate limit is spent may still rotate; an invalid, disabled or
+// expired one is answered as the API answers it.
+func (s *Server) rerollKey(w http.ResponseWriter, r *http.Request) {
+	var req RerollRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 1<<16))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
+		writeJSON(w, http.StatusBadRequest, errorBody("INVALID_REQUEST", bodyError(err)))
+		return
+	}
+	if err := checkMillis("grace", req.Grace, true); err != nil {
+		writeJSON(w, http.StatusBadRequest, errorBody("INVALID_REQUEST", err.Error()))
+		return
+	}
+	grace := DefaultRerollGrace
+	if req.Grace != nil {
+		grace = time.Duration(*req.Grace)
+	}
+	current := r.Header.Get("x-api-key")
+	if current == "" {
+		writeJSON(w, http.StatusUnauthorized, errorBody("MISSING_API_KEY", "send the key to rotate in the x-api-key header"))
+		return
+	}
+	res, err := s.Keys.Verify(r.Context(), current, apikey.Cost(0)) // spends nothing
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, errorBody("INTERNAL_ERROR", err.Error()))
+		return
+	}
+	if res.Key == nil || (!res.Valid && res.Code != apikey.CodeUsageExceeded && res.Code != apikey.CodeRateLimited) {
+		writeJSON(w, res.Status, errorBody(string(res.Code), "this key cannot be rotated"))
+		return
+	}
+	plaintext, k, err := s.Keys.Reroll(r.Context(), res.Key.ID, grace)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, errorBody("INTERNAL_ERROR", err.Error()))
+		return
+	}
+	body := map[string]any{"key": plaintext, "oldKeyWorksFor": Duration(grace),
+		"note": "store this key now: the server keeps only its hash"}
+	for name, v := range describeKey(k) {
+		body[name] = v
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
 // describeKey is what the demo shows of a key.
 func describeKey(k *apikey.Key) map[string]any {
 	d := map[string]any{

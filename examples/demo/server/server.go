@@ -118,6 +118,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.HandleFunc("GET /hello", s.hello)
 	mux.HandleFunc("POST /keys", s.createKey)
+	mux.HandleFunc("POST /keys/reroll", s.rerollKey)
 	mux.Handle("GET /api/data", requireKey(http.HandlerFunc(s.data)))
 	mux.Handle("POST /api/data", requireWriter(http.HandlerFunc(s.writeData)))
 	mux.Handle("GET /metrics", metricsHandler(reader))
