@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +25,7 @@ type apiKeyBody struct {
 	name     string
 	contract string
 	run      func(ctx context.Context, r *apiKeyRound) error
+	rounds   int // 0: raceRounds
 }
 
 // apiKeyScenarios are the API-key verifier's concurrent cases: every race
@@ -32,18 +34,22 @@ type apiKeyBody struct {
 func apiKeyScenarios() []scenario {
 	var out []scenario
 	for _, body := range []apiKeyBody{
-		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit},
-		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue},
-		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot},
-		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked},
-		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled},
+		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0},
+		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0},
+		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0},
+		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0},
+		// One round each: a transaction per caller (NamedLimits) and four
+		// phases of 50 callers (Rerolled) are slow, and one round of each
+		// already shows a broken implementation.
+		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1},
+		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1},
 	} {
 		for _, v := range raceVariants() {
 			out = append(out, scenario{
 				name:             body.name + v.suffix,
 				contract:         body.contract,
 				needs:            v.needs,
-				run:              apiKeyRounder(body.run, v.dbs),
+				run:              apiKeyRounder(body.run, v.dbs, cmp.Or(body.rounds, raceRounds)),
 				catchesNonAtomic: v.native,
 			})
 		}
@@ -60,18 +66,20 @@ type apiKeyRound struct {
 	callers []*apikey.Manager
 	nowMs   *atomic.Int64
 	gate    *atomic.Pointer[readBarrier]
+	// limitGate, when armed, holds the reads of named limits instead.
+	limitGate *atomic.Pointer[readBarrier]
 }
 
 func (r *apiKeyRound) now() time.Time { return time.UnixMilli(r.nowMs.Load()).UTC() }
 
-// apiKeyRounder runs a race body raceRounds times, each on fresh keys.
-func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*Fixture) ([]*core.DB, error)) func(context.Context, *Fixture) error {
+// apiKeyRounder runs a race body rounds times, each on fresh keys.
+func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*Fixture) ([]*core.DB, error), rounds int) func(context.Context, *Fixture) error {
 	return func(ctx context.Context, f *Fixture) error {
 		dbs, err := dbsOf(f)
 		if err != nil {
 			return fmt.Errorf("opening the callers' DBs: %w", err)
 		}
-		r := &apiKeyRound{f: f, nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
+		r := &apiKeyRound{f: f, nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}, limitGate: &atomic.Pointer[readBarrier]{}}
 		r.nowMs.Store(time.Now().UnixMilli())
 		if r.admin, err = apikey.New(f.DB, apikey.WithClock(r.now)); err != nil {
 			return err
@@ -84,7 +92,13 @@ func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*F
 			if !db.NativeIncrement() {
 				opts = append(opts, core.WithFallback())
 			}
-			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, _ core.Record) { r.gate.Load().wait(ctx) }), opts...)
+			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, rec core.Record) {
+				if rec == nil { // a read of named limits
+					r.limitGate.Load().wait(ctx)
+					return
+				}
+				r.gate.Load().wait(ctx)
+			}), opts...)
 			if err != nil {
 				return err
 			}
@@ -95,7 +109,7 @@ func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*F
 			r.callers = append(r.callers, m)
 		}
 		var errs []error
-		for round := 0; round < raceRounds; round++ {
+		for round := 0; round < rounds; round++ {
 			if err := body(ctx, r); err != nil {
 				errs = append(errs, fmt.Errorf("round %d: %w", round, err))
 			}
@@ -263,6 +277,41 @@ func apiKeyPermissionRevoked(ctx context.Context, r *apiKeyRound) error {
 		return fmt.Errorf("requiring the permission kept: %w", err)
 	}
 	return r.expectStored(ctx, k.ID, 0, 0)
+}
+
+// The figures of the NamedLimits scenario.
+const (
+	apiKeyLimitCallers = 50
+	apiKeyLimitTokens  = 100
+	apiKeyLimitCost    = 7
+)
+
+func apiKeyNamedLimits(ctx context.Context, r *apiKeyRound) error {
+	const admitted = apiKeyLimitTokens / apiKeyLimitCost
+	plaintext, k, err := r.create(ctx, apikey.CreateParams{Remaining: ptrInt(1000), RateLimit: &apikey.RateLimit{},
+		Limits: map[string]apikey.NamedLimit{"requests": {Max: 1000, Window: time.Hour}, "tokens": {Max: apiKeyLimitTokens, Window: time.Hour}}})
+	if err != nil {
+		return err
+	}
+	// Every caller reads the limits before any writes them: all decide
+	// from one snapshot, and only the guarded writes keep the counts.
+	if r.limitGate != nil {
+		r.limitGate.Store(&readBarrier{n: apiKeyLimitCallers, open: make(chan struct{})})
+		defer r.limitGate.Store(nil)
+	}
+	o := r.verifyAll(ctx, plaintext, apiKeyLimitCallers, false,
+		[]apikey.VerifyOption{apikey.LimitCost("requests", 1), apikey.LimitCost("tokens", apiKeyLimitCost)})
+	if err := o.expect(map[apikey.Code]int{"": admitted, apikey.CodeRateLimited: apiKeyLimitCallers - admitted}); err != nil {
+		return err
+	}
+	got, err := r.admin.Get(ctx, k.ID)
+	if err != nil {
+		return err
+	}
+	if got.Remaining == nil || *got.Remaining != 1000-admitted || got.Limits["requests"].Count != admitted || got.Limits["tokens"].Count != admitted*apiKeyLimitCost {
+		return fmt.Errorf("stored remaining %v, limits %+v; want %d, requests %d and tokens %d", got.Remaining, got.Limits, 1000-admitted, admitted, admitted*apiKeyLimitCost)
+	}
+	return nil
 }
 
 // The load and figures of the Rerolled scenario.

@@ -291,6 +291,15 @@ func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where
 	return rec, err
 }
 
+// FindMany hooks the reads of API keys' named limits, with a nil record.
+func (h readHook) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+	recs, err := h.Adapter.FindMany(ctx, t, where, o)
+	if err == nil && t.Model == core.ModelKeyLimit {
+		h.fn(ctx, nil)
+	}
+	return recs, err
+}
+
 func rlHostileKeys(ctx context.Context, f *Fixture) error {
 	l, err := ratelimit.New(ratelimit.Database(f.DB))
 	if err != nil {

@@ -104,6 +104,12 @@ func storageCases() []storageCase {
 			run:      storageClaimChecksHash,
 		},
 		{
+			name:     "ClaimSpendsNamedLimits",
+			contract: "apikey.Claimer: a claim that names limits answers and writes as apikey.ApplyClaim does (rule 5b): each named limit the key holds opens a window or adds its cost to its counter in limitCounts, and one without room answers RATE_LIMITED naming it, spending nothing anywhere",
+			needs:    needClaimer,
+			run:      storageClaimSpendsNamedLimits,
+		},
+		{
 			name:     "PatchSetsFieldsKeepsOthers",
 			contract: "apikey.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
 			needs:    needClaimer,
@@ -703,6 +709,64 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 }
 
 func ptrString(s string) *string { return &s }
+
+func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
+	cl := f.s.(apikey.Claimer)
+	limits := []*string{
+		ptrString(`{"requests":{"max":3,"window":1000},"tokens":{"max":10,"window":5000}}`),
+		nil,
+		ptrString(`{"tokens":null}`),
+		ptrString(`{"tokens":{"max":10}}`),
+		ptrString(`{"tokens":{"max":"10","window":5000}}`), // malformed: holds nothing
+		ptrString(`not JSON`),
+	}
+	counts := []*string{
+		nil,
+		ptrString(fmt.Sprintf(`{"tokens":{"count":8,"start":%d}}`, claimBase)),
+		ptrString(fmt.Sprintf(`{"requests":{"count":3,"start":%d},"tokens":null}`, claimBase-500)),
+		ptrString(`{"tokens":{"count":1.5}}`), // malformed: counts nothing, and is rewritten
+	}
+	spends := [][]apikey.LimitSpend{
+		{{Name: "tokens", Cost: 4}},
+		{{Name: "requests", Cost: 1}, {Name: "tokens", Cost: 2}},
+		{{Name: "images", Cost: 1}, {Name: "tokens", Cost: 0}},
+		{{Name: "tokens", Cost: 11}},
+		{{Name: "tokens", Cost: 10}},
+		{{Name: "requests", Cost: 3}, {Name: "tokens", Cost: 1}},
+	}
+	codes := map[apikey.Code]int{}
+	n := 0
+	for _, lim := range limits {
+		for _, cnt := range counts {
+			n++
+			rec := claimKey(int64(100+n), ptr64(100))
+			rec.Limits, rec.LimitCounts = lim, cnt
+			key := fmt.Sprintf("limits:%d", rec.ID)
+			storeRecord(t, f, key, rec, 0)
+			want := rec
+			for j, sp := range spends {
+				for _, cost := range []int64{1, 0} {
+					req := apikey.ClaimRequest{Now: claimBase + int64(400*j), Cost: cost, Limits: sp}
+					got, err := cl.Claim(f.ctx, key, req)
+					if err != nil {
+						t.Fatalf("limits %s, counts %s, spend %v: Claim: %v", show(lim), show(cnt), sp, err)
+					}
+					ref := apikey.ApplyClaim(&want, req)
+					codes[ref.Code]++
+					if !reflect.DeepEqual(got, ref) {
+						t.Fatalf("limits %s, counts %s, spend %v cost %d at %d: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(lim), show(cnt), sp, cost, req.Now, show(got), show(ref))
+					}
+					if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
+						t.Fatalf("limits %s, counts %s, spend %v: the stored key is\n%s\nwant\n%s", show(lim), show(cnt), sp, show(stored), show(want))
+					}
+				}
+			}
+		}
+	}
+	if codes[""] == 0 || codes[apikey.CodeRateLimited] == 0 {
+		t.Errorf("outcomes %v: the claims must reach both an allowed claim and RATE_LIMITED", codes)
+	}
+}
 
 func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 	cl := f.s.(apikey.Claimer)

@@ -68,6 +68,12 @@ func storageRaceCases() []storageCase {
 			run:      raceRerollStorage,
 		},
 		{
+			name:     "NamedLimitsExact",
+			contract: "apikey.Claimer, through storage-only managers: a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing",
+			needs:    needClaimer,
+			run:      raceNamedLimitsStorage,
+		},
+		{
 			name:     "PatchKeepsConcurrentClaims",
 			contract: "apikey.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
 			needs:    needClaimer,
@@ -381,16 +387,36 @@ func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []core.S
 // raceRerollStorage runs the API-key Rerolled scenario on storage-only
 // managers, one per client, sharing one clock.
 func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+	r, err := storageRound(clients, "reroll", round)
+	if err != nil {
+		return err
+	}
+	return apiKeyRerolled(ctx, r)
+}
+
+// raceNamedLimitsStorage runs the API-key NamedLimits scenario on
+// storage-only managers, one per client.
+func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+	r, err := storageRound(clients, "limits", round)
+	if err != nil {
+		return err
+	}
+	return apiKeyNamedLimits(ctx, r)
+}
+
+// storageRound is an API-key race round on storage-only managers, one per
+// client, sharing one clock and a prefix of their own.
+func storageRound(clients []core.SecondaryStorage, what string, round int) (*apiKeyRound, error) {
 	r := &apiKeyRound{nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
 	r.nowMs.Store(claimBase)
-	prefix := fmt.Sprintf("reroll:%d:%d:", round, time.Now().UnixNano())
+	prefix := fmt.Sprintf("%s:%d:%d:", what, round, time.Now().UnixNano())
 	for _, c := range clients {
 		m, err := apikey.NewStorageOnly(c, apikey.WithClock(r.now), apikey.WithStoragePrefix(prefix))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		r.callers = append(r.callers, m)
 	}
 	r.admin = r.callers[0]
-	return apiKeyRerolled(ctx, r)
+	return r, nil
 }

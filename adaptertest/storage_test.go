@@ -322,8 +322,8 @@ func TestStorageRacesCatchNonAtomicStorage(t *testing.T) {
 			t.Logf("caught: %s", strings.SplitN(rec.summary(), "\n", 2)[0])
 		})
 	}
-	// seven races, each on one client and on several
-	require.Equal(t, 14, races, "race cases")
+	// eight races, each on one client and on several
+	require.Equal(t, 16, races, "race cases")
 }
 
 // TestNonAtomicStoragePassesSequentialCases shows that what the races

@@ -49,6 +49,7 @@ const (
 	ModelRateLimit   = "rateLimit"
 	ModelAPIKey      = "apikey"
 	ModelRerolledKey = "rerolledKey"
+	ModelKeyLimit    = "keyLimit"
 )
 
 // RateLimitModel returns the rateLimit model (SPEC section 5): one counter per
@@ -105,6 +106,24 @@ func RerolledKeyModel() Model {
 	}}
 }
 
-// BuiltinModels returns the rateLimit, apikey and apikeyAlias models, in
-// that order.
-func BuiltinModels() []Model { return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel()} }
+// KeyLimitModel returns the keyLimit model: one named rate limit of an API
+// key (such as "tokens"), with its counter. Like rerolledKey it is a table
+// of its own, which only keys with named limits need.
+func KeyLimitModel() Model {
+	return Model{Name: ModelKeyLimit, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
+		{Name: "id", Type: TypeInt, Primary: true},
+		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the key's id and the limit's name, as id:name"},
+		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the limit belongs to"},
+		{Name: "name", Type: TypeString},
+		{Name: "max", Type: TypeInt, Comment: "the most units per window"},
+		{Name: "window", Type: TypeInt, Comment: "milliseconds"},
+		{Name: "count", Type: TypeInt, Default: int64(0), Comment: "units counted in the current window"},
+		{Name: "windowStart", Type: TypeInt, Default: int64(0), Comment: "epoch milliseconds: the start of the current window; 0 for none yet"},
+	}}
+}
+
+// BuiltinModels returns the rateLimit, apikey, rerolledKey and keyLimit
+// models, in that order.
+func BuiltinModels() []Model {
+	return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel(), KeyLimitModel()}
+}

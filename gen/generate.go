@@ -75,7 +75,8 @@ type Config struct {
 	// ignores it.
 	Package string
 	// Models are the logical models to emit (core.ModelRateLimit,
-	// core.ModelAPIKey, core.ModelRerolledKey); empty means all of them.
+	// core.ModelAPIKey, core.ModelRerolledKey, core.ModelKeyLimit); empty
+	// means all of them.
 	// Files come in schema order whatever the order here.
 	Models []string
 	// Naming maps logical names to tables and columns, as core.DB's

@@ -49,23 +49,35 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	case req.Now < 0 || req.Now >= maxCalc:
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
 	}
-	args := make([]any, 5, 5+2*(len(req.RequireAll)+len(req.RequireAny)))
+	for _, l := range req.Limits {
+		if l.Cost < 0 || l.Cost >= maxCalc {
+			return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: limit %q: cost %d is outside [0, 2^51)", core.ErrInvalid, l.Name, l.Cost)
+		}
+	}
+	args := make([]any, 5, 6+2*(len(req.RequireAll)+len(req.RequireAny)+len(req.Limits)))
 	args[0], args[1], args[2], args[3], args[4] = req.Now, req.Cost, req.Hash, len(req.RequireAll), len(req.RequireAny)
 	for _, ps := range [2][]apikey.Permission{req.RequireAll, req.RequireAny} {
 		for _, p := range ps {
 			args = append(args, p.Resource, p.Action)
 		}
 	}
+	args = append(args, len(req.Limits))
+	for _, l := range req.Limits {
+		args = append(args, l.Name, l.Cost)
+	}
 	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
 	if err != nil {
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w", err)
 	}
-	if len(res) != 4 {
+	if len(res) < 4 {
 		return apikey.ClaimResult{}, nil // {0}: no key stored
 	}
 	code, _ := res[1].(string)
 	wait, _ := res[2].(int64)
 	out := apikey.ClaimResult{Found: true, Code: apikey.Code(code), TryAgainIn: wait}
+	if len(res) == 5 {
+		out.Limit, _ = res[4].(string)
+	}
 	if err := decodeRecord(res[3], &out.Key); err != nil {
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim %q: %w", key, err)
 	}
@@ -132,6 +144,7 @@ var storedFields = map[string]fieldKind{
 	"refillAmount": {'i', true}, "lastRefillAt": {'i', true}, "lastRequest": {'i', true},
 	"expiresAt": {'i', true}, "createdAt": {'i', false}, "updatedAt": {'i', false},
 	"permissions": {'s', true}, "metadata": {'s', true}, "rerolled": {'s', true},
+	"limits": {'s', true}, "limitCounts": {'s', true},
 }
 
 // patchArg checks one field of a Patch and returns its kind and value as

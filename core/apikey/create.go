@@ -32,6 +32,10 @@ type CreateParams struct {
 	Disabled    bool // create the key disabled
 	Metadata    map[string]any
 	Permissions map[string][]string // resource → actions
+	// Limits are the key's named rate limits (such as "tokens"), which a
+	// verification spends when it names them with [LimitCost]. In database
+	// mode they need the keyLimit table ([core.KeyLimitModel]).
+	Limits map[string]NamedLimit
 }
 
 // validate checks p and returns the stored key it describes, without the
@@ -100,6 +104,10 @@ func (m *Manager) validate(p CreateParams, now time.Time) (*StoredKey, error) {
 	if s.Permissions, err = encodeJSON("Permissions", p.Permissions); err != nil {
 		return nil, err
 	}
+	if err := checkLimits(p.Limits); err != nil {
+		return nil, err
+	}
+	s.Limits = configText(p.Limits)
 	return s, nil
 }
 

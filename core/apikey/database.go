@@ -15,12 +15,33 @@ import (
 var timeFields = map[string]bool{"lastRefillAt": true, "lastRequest": true, "expiresAt": true, "createdAt": true, "updatedAt": true}
 
 func (m *Manager) dbCreate(ctx context.Context, s *StoredKey) error {
-	row, err := m.db.Create(ctx, core.ModelAPIKey, s.values())
-	if err != nil {
+	if s.Limits == nil {
+		row, err := m.db.Create(ctx, core.ModelAPIKey, s.values())
+		if err != nil {
+			return err
+		}
+		*s = *fromRow(row)
+		return nil
+	}
+	if err := m.limitsUsable("Create"); err != nil {
 		return err
 	}
-	*s = *fromRow(row)
-	return nil
+	// The key and its limits together: a key without the limits it was
+	// given would not be limited by them.
+	limits := s.Limits
+	return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		row, err := tx.Create(ctx, core.ModelAPIKey, s.values())
+		if err != nil {
+			return err
+		}
+		created := fromRow(row)
+		if err := dbSetLimits(ctx, tx, created.ID, limits); err != nil {
+			return err
+		}
+		*s = *created
+		s.Limits, s.LimitCounts = limits, nil
+		return nil
+	})
 }
 
 func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*StoredKey, error) {
@@ -46,25 +67,47 @@ func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]
 
 func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
 	set := make(map[string]any, len(f))
+	limits, setLimits := f["limits"]
 	for k, v := range f {
 		if ms, ok := v.(int64); ok && timeFields[k] {
 			v = time.UnixMilli(ms).UTC()
 		}
-		set[k] = v
+		if k != "limits" {
+			set[k] = v
+		}
+	}
+	if setLimits {
+		if err := m.limitsUsable("Update"); err != nil {
+			return nil, err
+		}
 	}
 	var after *StoredKey
 	err := m.cachedChange(ctx, "Update", id, func(ctx context.Context) error {
-		row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
-		if ok {
-			after = fromRow(row)
+		if !setLimits {
+			row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
+			if ok {
+				after = fromRow(row)
+			}
+			return err
 		}
-		return err
+		text, _ := limits.(string)
+		return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+			row, ok, err := tx.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
+			if err != nil || !ok {
+				return err
+			}
+			after = fromRow(row)
+			if text == "" {
+				return dbSetLimits(ctx, tx, id, nil)
+			}
+			return dbSetLimits(ctx, tx, id, &text)
+		})
 	})
-	if err != nil {
+	if err != nil || after == nil {
 		return nil, err
 	}
 	m.keys.put(after) // the new settings, so that the next verification's write is planned on them
-	return after, nil
+	return after, m.dbAttachLimits(ctx, after)
 }
 
 func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
@@ -77,22 +120,29 @@ func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
 	if err != nil || !deleted {
 		return deleted, err
 	}
-	// Old hashes of a deleted key open nothing (the row is gone); deleting
-	// them only tidies.
-	return true, m.dbForgetRerolled(ctx, core.Eq("keyId", id))
+	// Old hashes and named limits of a deleted key serve nothing (the row
+	// is gone); deleting them only tidies.
+	if err := m.dbForgetRerolled(ctx, core.Eq("keyId", id)); err != nil {
+		return true, err
+	}
+	return true, m.dbForgetLimits(ctx, id)
 }
 
 func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	// NULL satisfies no comparison, so keys without expiry are never matched.
 	expired := core.Lte("expiresAt", now)
 	var hashes []string
-	if m.cache != nil {
+	var ids []int64
+	if err := m.ready(ctx, "DeleteExpired"); err != nil {
+		return 0, err
+	}
+	if m.cache != nil || m.schema.noLimits.Load() == nil {
 		list, err := m.dbList(ctx, []core.Where{expired}, 0)
 		if err != nil {
 			return 0, err
 		}
 		for _, s := range list {
-			hashes = append(hashes, s.Key)
+			hashes, ids = append(hashes, s.Key), append(ids, s.ID)
 		}
 	}
 	var n int64
@@ -104,7 +154,10 @@ func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, er
 	if err != nil {
 		return n, err
 	}
-	return n, m.dbForgetRerolled(ctx, core.Lte("expiresAt", now))
+	if err := m.dbForgetRerolled(ctx, core.Lte("expiresAt", now)); err != nil {
+		return n, err
+	}
+	return n, m.dbForgetLimits(ctx, ids...)
 }
 
 // The cached mode keeps, for each key hash, an entry (the key as read from

@@ -11,6 +11,9 @@ type ClaimRequest struct {
 	// Hash is the hash of the key presented, which must open the stored
 	// key (rule 0); "" skips the check.
 	Hash string
+	// Limits are the named limits the verification spends (rule 5b), in
+	// name order, each named once.
+	Limits []LimitSpend
 	// RequireAll and RequireAny are the permissions the verification
 	// requires: every one of RequireAll, and one of RequireAny when it is
 	// not empty (see rule 3).
@@ -22,6 +25,7 @@ type ClaimResult struct {
 	Found      bool      // false: no key is stored under the storage key
 	Code       Code      // "" when the claim was allowed, else the denial
 	TryAgainIn int64     // milliseconds, for CodeRateLimited and for CodeUsageExceeded with a refill
+	Limit      string    // the named limit that denied with CodeRateLimited, else ""
 	Key        StoredKey // the key after the claim (unchanged when denied)
 }
 
@@ -47,6 +51,14 @@ type ClaimResult struct {
 //     CodeRateLimited (TryAgainIn w), else step "reset".
 //     Otherwise requestCount > m − need → CodeRateLimited with TryAgainIn =
 //     lastRequest + w − now; else step "increment".
+//     5b. Each named limit of req.Limits that k.Limits holds (JSON text of
+//     name → {"max","window"}, window in ms; none when nil or malformed),
+//     in order, with cost c and need = max(c, 1), its counter being
+//     k.LimitCounts's entry (JSON text of name → {"count","start"}, start
+//     in epoch ms; count and start 0 when absent, nil or malformed): start == 0 or start ≤ now − window: a new window;
+//     need > max → CodeRateLimited (TryAgainIn window), else step "open".
+//     Otherwise count > max − need → CodeRateLimited with TryAgainIn =
+//     start + window − now; else step "add". A name k lacks is skipped.
 //  6. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
 //     now − refillInterval, or, lastRefillAt being nil, when createdAt ≤ now −
 //     refillInterval. Due: refillAmount < need → CodeUsageExceeded, else step
@@ -55,16 +67,26 @@ type ClaimResult struct {
 //  7. Allowed. When cost > 0 the steps are applied: reset sets requestCount
 //     = cost and lastRequest = now; increment adds cost to requestCount;
 //     refill sets remaining = refillAmount − cost and lastRefillAt = now;
-//     decrement subtracts cost from remaining; and updatedAt = now. A
-//     denial changes nothing.
+//     decrement subtracts cost from remaining; open sets a named limit's
+//     count = c and start = now in LimitCounts, add adds c to its count
+//     (neither when c is 0); and updatedAt = now. A denial changes nothing.
 func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
 	if k == nil || !k.opensWith(req.Hash, req.Now) {
 		return ClaimResult{}
 	}
-	p := decide(k, req.Now, req.Cost, &required{all: req.RequireAll, any: req.RequireAny})
-	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn}
+	var counts map[string]limitCount
+	var lims []limitCheck
+	if len(req.Limits) > 0 {
+		counts = decodeMap[limitCount](k.LimitCounts)
+		lims = limitChecks(decodeMap[limitConfig](k.Limits), counts, req.Limits)
+	}
+	p := decide(k, req.Now, req.Cost, &required{all: req.RequireAll, any: req.RequireAny}, lims)
+	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn, Limit: p.limit}
 	if p.code == "" && req.Cost > 0 {
 		p.apply(k, req.Now, req.Cost)
+		if counts, changed := applyLimits(counts, lims, p, req.Now); changed {
+			k.LimitCounts = encodeMap(counts)
+		}
 	}
 	res.Key = *k
 	return res
@@ -95,16 +117,18 @@ func (k *StoredKey) rerolledUntil() map[string]int64 {
 // that consuming takes.
 type plan struct {
 	code        Code
-	tryAgainIn  int64 // ms
-	rlReset     bool  // requestCount = cost, lastRequest = now
-	rlIncrement bool  // requestCount += cost
-	refill      bool  // remaining = refillAmount − cost, lastRefillAt = now
-	decrement   bool  // remaining −= cost
+	tryAgainIn  int64  // ms
+	rlReset     bool   // requestCount = cost, lastRequest = now
+	rlIncrement bool   // requestCount += cost
+	refill      bool   // remaining = refillAmount − cost, lastRefillAt = now
+	decrement   bool   // remaining −= cost
+	limit       string // the named limit that denied
+	limitReset  uint32 // bit i: the verification opens a new window of its i-th named limit
 }
 
 // decide applies the verification rules of [ApplyClaim] to a key as read,
 // without changing it.
-func decide(k *StoredKey, now, cost int64, r *required) plan {
+func decide(k *StoredKey, now, cost int64, r *required, lims []limitCheck) plan {
 	need := max(cost, 1)
 	switch {
 	case !k.Enabled:
@@ -130,6 +154,13 @@ func decide(k *StoredKey, now, cost int64, r *required) plan {
 		default:
 			p.rlIncrement = true
 		}
+	}
+	if len(lims) > 0 {
+		lp := decideLimits(lims, now)
+		if lp.code != "" {
+			return lp
+		}
+		p.limitReset = lp.limitReset
 	}
 	if k.Remaining != nil {
 		switch due, next := refillDue(k, now); {

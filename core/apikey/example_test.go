@@ -210,3 +210,26 @@ func ExampleManager_Reroll() {
 	// true true 8
 	// after the grace: INVALID_API_KEY
 }
+
+// A key with a token budget besides its quota: each verification names
+// the limits it spends and their costs; one without room denies, naming
+// the limit, and spends nothing.
+func ExampleLimitCost() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", RateLimit: &apikey.RateLimit{},
+		Limits: map[string]apikey.NamedLimit{"tokens": {Max: 1000, Window: time.Hour}}})
+	for _, tokens := range []int64{600, 600, 400} {
+		res, _ := keys.Verify(ctx, plaintext, apikey.LimitCost("tokens", tokens))
+		if res.Valid {
+			fmt.Println(tokens, "tokens: valid, used", res.Key.Limits["tokens"].Count)
+		} else {
+			fmt.Println(tokens, "tokens:", res.Code, res.Limit, "try again in", res.TryAgainIn)
+		}
+	}
+	// Output:
+	// 600 tokens: valid, used 600
+	// 600 tokens: RATE_LIMITED tokens try again in 1h0m0s
+	// 400 tokens: valid, used 1000
+}

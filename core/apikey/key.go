@@ -34,6 +34,10 @@ type Key struct {
 
 	Permissions map[string][]string
 	Metadata    map[string]any
+	// Limits are the key's named limits by name, with their counters:
+	// all of them from Get, List and ListPage; from a verification, those
+	// it named with LimitCost.
+	Limits map[string]LimitUsage
 }
 
 // RateLimit is a per-key rate limit: at most Max requests (or units of
@@ -84,6 +88,11 @@ type StoredKey struct {
 	// grace in epoch ms. The database keeps them in the rerolledKey table
 	// instead.
 	Rerolled *string `json:"rerolled,omitempty"`
+	// Limits and LimitCounts hold the key's named limits and their
+	// counters (see rule 5b of [ApplyClaim]), in storage-only mode; the
+	// database keeps them in the keyLimit table instead.
+	Limits      *string `json:"limits,omitempty"`
+	LimitCounts *string `json:"limitCounts,omitempty"`
 }
 
 // toKey converts the stored form into a [Key]. Malformed permissions or
@@ -129,6 +138,7 @@ func (s *StoredKey) toKey() (*Key, error) {
 			return nil, fmt.Errorf("apikey: key %d: metadata: %w", s.ID, err)
 		}
 	}
+	k.Limits = s.usage()
 	return k, nil
 }
 

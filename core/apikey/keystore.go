@@ -16,7 +16,8 @@ import (
 // reads and writes.
 type keyStore interface {
 	// verify checks the key whose hash is given, at now, and spends cost.
-	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required) (Result, error)
+	// spend lists the named limits it spends, in name order.
+	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required, spend []LimitSpend) (Result, error)
 	create(ctx context.Context, s *StoredKey) error
 	byID(ctx context.Context, id int64) (*StoredKey, error)
 	// list is an owner's keys in creation order; page those with ids above
@@ -38,22 +39,37 @@ type keyStore interface {
 type dbKeys struct{ m *Manager }
 
 // verify decides on the clock's time at each attempt rather than now.
-func (d dbKeys) verify(ctx context.Context, hash string, _ time.Time, cost int64, req *required) (Result, error) {
+func (d dbKeys) verify(ctx context.Context, hash string, _ time.Time, cost int64, req *required, spend []LimitSpend) (Result, error) {
+	if len(spend) > 0 {
+		return d.m.verifyLimited(ctx, hash, cost, req, spend)
+	}
 	return d.m.verifyDB(ctx, hash, cost, req)
 }
 
 func (d dbKeys) create(ctx context.Context, s *StoredKey) error { return d.m.dbCreate(ctx, s) }
 
 func (d dbKeys) byID(ctx context.Context, id int64) (*StoredKey, error) {
-	return d.m.dbFind(ctx, core.Eq("id", id))
+	s, err := d.m.dbFind(ctx, core.Eq("id", id))
+	if err != nil || s == nil {
+		return s, err
+	}
+	return s, d.m.dbAttachLimits(ctx, s)
 }
 
 func (d dbKeys) list(ctx context.Context, ref string) ([]*StoredKey, error) {
-	return d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref)}, 0)
+	list, err := d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref)}, 0)
+	if err != nil {
+		return nil, err
+	}
+	return list, d.m.dbAttachLimits(ctx, list...)
 }
 
 func (d dbKeys) page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error) {
-	return d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref), core.Gt("id", after)}, limit)
+	list, err := d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref), core.Gt("id", after)}, limit)
+	if err != nil {
+		return nil, err
+	}
+	return list, d.m.dbAttachLimits(ctx, list...)
 }
 
 func (d dbKeys) update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {

@@ -28,6 +28,10 @@ type UpdateParams struct {
 	// RestartRefill restarts the refill schedule at the time of the
 	// update: the next refill comes one refill interval later.
 	RestartRefill bool
+	// Limits, when not nil, become the key's named limits (an empty map
+	// removes them all). A limit that stays keeps its counter, under its
+	// new max and window.
+	Limits map[string]NamedLimit
 }
 
 // fields validates u and returns the changes as stored-key fields (JSON
@@ -92,6 +96,12 @@ func (u UpdateParams) fields() (map[string]any, error) {
 			return nil, err
 		}
 		f["permissions"] = nilIfNil(s)
+	}
+	if u.Limits != nil {
+		if err := checkLimits(u.Limits); err != nil {
+			return nil, err
+		}
+		f["limits"] = nilIfNil(configText(u.Limits))
 	}
 	if u.ResetRateLimit {
 		f["requestCount"], f["lastRequest"] = int64(0), nil

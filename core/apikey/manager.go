@@ -40,6 +40,8 @@ type schemaCheck struct {
 	// noRerolls says why the rerolledKey table cannot be used (it is
 	// missing, or lacks what the check requires); nil when it can.
 	noRerolls atomic.Pointer[error]
+	// noLimits says why the keyLimit table cannot be used; nil when it can.
+	noLimits atomic.Pointer[error]
 }
 
 type options struct {
@@ -284,13 +286,16 @@ func (m *Manager) checkSchema(ctx context.Context, again bool) error {
 	}
 	// The rerolledKey table is optional: without it keys can be rerolled
 	// only without a grace period, and verification never looks there.
-	switch err := m.db.CheckSchema(ctx, core.ModelRerolledKey); {
-	case err == nil:
-		m.schema.noRerolls.Store(nil)
-	case errors.Is(err, core.ErrSchema):
-		m.schema.noRerolls.Store(&err)
-	default:
-		return err
+	// So is the keyLimit table: without it no key has named limits.
+	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &m.schema.noRerolls, core.ModelKeyLimit: &m.schema.noLimits} {
+		switch err := m.db.CheckSchema(ctx, model); {
+		case err == nil:
+			why.Store(nil)
+		case errors.Is(err, core.ErrSchema):
+			why.Store(&err)
+		default:
+			return err
+		}
 	}
 	m.schema.passed.Store(true)
 	return nil

@@ -84,6 +84,22 @@ func RequestAnyPermission(any map[string][]string) MiddlewareOption {
 	return requestPermissions("RequestAnyPermission", any, AnyPermission)
 }
 
+// RequestLimitCost makes every request spend cost units of its key's named
+// limit name, as [LimitCost] does for Verify: a limit without room answers
+// 429 [CodeRateLimited], spending nothing.
+func RequestLimitCost(name string, cost int64) MiddlewareOption {
+	return func(m *middleware) error {
+		if err := checkLimitName(name); err != nil {
+			return invalidf("Middleware: RequestLimitCost: %v", err)
+		}
+		if cost < 0 {
+			return invalidf("Middleware: RequestLimitCost(%q, %d): the cost must not be negative", name, cost)
+		}
+		m.verify = append(m.verify, LimitCost(name, cost))
+		return nil
+	}
+}
+
 // requestPermissions checks p when the middleware is made, so that a bad
 // list is an error then rather than a 500 on every request.
 func requestPermissions(name string, p map[string][]string, option func(map[string][]string) VerifyOption) MiddlewareOption {

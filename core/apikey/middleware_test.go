@@ -329,3 +329,31 @@ func TestMiddlewareRateLimitHeaders(t *testing.T) {
 	rec, body = serve(t, h, DefaultHeader, once)
 	expect("quota without refill", rec, body, CodeUsageExceeded, map[string]string{"RateLimit-Remaining": "0"})
 }
+
+// TestMiddlewareLimitCost: each request spends the named limit the route
+// names; one without room answers 429 RATE_LIMITED.
+func TestMiddlewareLimitCost(t *testing.T) {
+	e := newEnv(t)
+	key, _ := e.create(t, CreateParams{RateLimit: noRateLimit(), Limits: map[string]NamedLimit{"uploads": {Max: 5, Window: time.Hour}}})
+	mw, err := e.m.Middleware(RequestLimitCost("uploads", 2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {}))
+	var codes []int
+	for range 3 {
+		req := httptest.NewRequest("POST", "/upload", nil)
+		req.Header.Set("x-api-key", key)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		codes = append(codes, rec.Code)
+	}
+	if codes[0] != 200 || codes[1] != 200 || codes[2] != 429 {
+		t.Fatalf("statuses %v, want 200, 200, 429", codes)
+	}
+	for _, bad := range []MiddlewareOption{RequestLimitCost("a b", 1), RequestLimitCost("x", -1)} {
+		if _, err := e.m.Middleware(bad); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("bad RequestLimitCost: err = %v, want ErrInvalid", err)
+		}
+	}
+}

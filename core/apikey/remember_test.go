@@ -374,7 +374,7 @@ func TestGuardValuesFollowSettings(t *testing.T) {
 	if g3 == g1 || g3.max != any(m2) || g3.window != any(w) || g3.key != any("h") || g3.interval != nil || g3.amount != nil {
 		t.Fatalf("changed max: guard %+v, want a new one with max %d", g3, m2)
 	}
-	req := consumeRequest(s3, g3, decide(s3, epoch.UnixMilli(), 1, nil), nil, epoch, 1, requests.Get().(*requestBuf))
+	req := consumeRequest(s3, g3, decide(s3, epoch.UnixMilli(), 1, nil, nil), nil, epoch, 1, requests.Get().(*requestBuf))
 	found := false
 	for _, wh := range req.Where {
 		if wh.Field == "rateLimitMax" {

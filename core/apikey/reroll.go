@@ -149,8 +149,8 @@ func (m *Manager) dbRerolled(ctx context.Context, hash string, now time.Time) (*
 // dbForgetRerolled deletes the old hashes matching where, when the table
 // exists.
 func (m *Manager) dbForgetRerolled(ctx context.Context, where core.Where) error {
-	if m.schema.noRerolls.Load() != nil {
-		return nil
+	if err := m.ready(ctx, "delete"); err != nil || m.schema.noRerolls.Load() != nil {
+		return err // whether the table exists is known once the schema is checked
 	}
 	_, err := m.db.DeleteMany(ctx, core.ModelRerolledKey, where)
 	return err

@@ -67,6 +67,9 @@ type Result struct {
 	// Key is the key after the verification's write when valid, the key as
 	// read when denied, and nil when the key is unknown.
 	Key *Key
+	// Limit names the named limit (see [LimitCost]) that denied with
+	// CodeRateLimited; "" for the key's own rate limit and other codes.
+	Limit string
 }
 
 func denied(code Code, tryAgainMs int64, k *Key) Result {

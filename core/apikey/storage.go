@@ -79,12 +79,12 @@ func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + re
 func (st *storeOnly) allSet() string            { return st.prefix + "all" }
 func (st *storeOnly) toKey(hash string) string  { return st.prefix + "to:" + hash }
 
-func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required) (Result, error) {
+func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required, spend []LimitSpend) (Result, error) {
 	now := at.UnixMilli()
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
-	claim := ClaimRequest{Now: now, Cost: cost, Hash: hash}
+	claim := ClaimRequest{Now: now, Cost: cost, Hash: hash, Limits: spend}
 	if req != nil {
 		claim.RequireAll, claim.RequireAny = req.all, req.any
 	}
@@ -120,7 +120,9 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 		}
 	}
 	if res.Code != "" {
-		return denied(res.Code, res.TryAgainIn, k), nil
+		r := denied(res.Code, res.TryAgainIn, k)
+		r.Limit = res.Limit
+		return r, nil
 	}
 	return allowed(k), nil
 }

@@ -14,9 +14,10 @@ import (
 type VerifyOption func(*verifyOptions)
 
 type verifyOptions struct {
-	cost int64
-	req  required
-	err  error // the first bad option
+	cost   int64
+	req    required
+	limits []LimitSpend // in name order
+	err    error        // the first bad option
 }
 
 // Cost sets how many units of quota and rate limit the verification spends
@@ -96,7 +97,7 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	if key == "" {
 		return denied(CodeInvalid, 0, nil), nil
 	}
-	return m.store.verify(ctx, Hash(key), m.now(), o.cost, req)
+	return m.store.verify(ctx, Hash(key), m.now(), o.cost, req, o.limits)
 }
 
 // afterWrite classifies an error that came back from a write that had
@@ -154,7 +155,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 				m.fill(ctx, s, gen)
 			}
 		}
-		p := decide(s, now.UnixMilli(), cost, req)
+		p := decide(s, now.UnixMilli(), cost, req, nil)
 		if p.code != "" && fromCache {
 			useCache = false // confirm the denial from the source of truth
 			attempt--
@@ -213,7 +214,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 // read may confirm.
 func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardValues, cost int64, req *required) (r Result, done bool, err error) {
 	now := m.now()
-	p := decide(s, now.UnixMilli(), cost, req)
+	p := decide(s, now.UnixMilli(), cost, req, nil)
 	if p.code != "" {
 		return Result{}, false, nil
 	}

@@ -1,9 +1,11 @@
 -- claim: apikey.ApplyClaim on the record at KEYS[1], as one atomic step.
 -- ARGV: now (epoch ms), cost, the hash presented ('' for none), then the
 -- count of RequireAll and of RequireAny permissions, then each as a
--- resource and an action. Returns {0} when no record is stored, or when
--- the hash presented does not open it (rule 0), else {1, code,
--- tryAgainIn, record}: code '' when allowed, record the JSON after the
+-- resource and an action, then the count of named limits spent, then each
+-- as a name and a cost. Returns {0} when no record is stored, or when the
+-- hash presented does not open it (rule 0), else {1, code, tryAgainIn,
+-- record} (and the name of the named limit that denied, as a fifth
+-- element, when one did): code '' when allowed, record the JSON after the
 -- claim. A denial or a cost of 0 writes nothing; an allowed claim
 -- rewrites the record keeping its expiry.
 local raw = redis.call('GET', KEYS[1])
@@ -107,6 +109,61 @@ if field(rec, 'rateLimitEnabled') == true and window and window > 0 and max then
   end
 end
 
+-- Rule 5b, the named limits: limits is JSON text of name -> {max, window}
+-- and limitCounts of name -> {count, start}, read as Go's json.Unmarshal
+-- reads them into maps of structs of int64 fields (null or absent fields
+-- are 0; any other value that is not an integer makes the whole text hold
+-- nothing).
+local function entries(text, fields)
+  local out = {}
+  if not text or text == '' or not string.match(text, '^%s*{') then return out end
+  local ok, m = pcall(cjson.decode, text)
+  if not ok or type(m) ~= 'table' then return out end
+  for name, e in pairs(m) do
+    if type(name) ~= 'string' then return {} end
+    local v = {}
+    if e ~= null then
+      if type(e) ~= 'table' then return {} end
+      for _, f in ipairs(fields) do
+        local x = e[f]
+        if x == nil or x == null then x = 0 end
+        if type(x) ~= 'number' or x ~= math.floor(x) then return {} end
+        v[f] = x
+      end
+    else
+      for _, f in ipairs(fields) do v[f] = 0 end
+    end
+    out[name] = v
+  end
+  return out
+end
+local base = 6 + 2 * (nAll + nAny)
+local nLimits = tonumber(ARGV[base]) or 0
+local opened, spent = {}, {}
+if nLimits > 0 then
+  local cfg = entries(field(rec, 'limits'), {'max', 'window'})
+  local counts = entries(field(rec, 'limitCounts'), {'count', 'start'})
+  for i = 1, nLimits do
+    local name, c = ARGV[base + 2 * i - 1], tonumber(ARGV[base + 2 * i])
+    local l = cfg[name]
+    if l then
+      local n = counts[name] or {count = 0, start = 0}
+      local lneed = math.max(c, 1)
+      if n.start == 0 or n.start <= now - l.window then
+        if lneed > l.max then return {1, 'RATE_LIMITED', l.window, raw, name} end
+        opened[#opened + 1] = {name, c}
+      elseif n.count > l.max - lneed then
+        return {1, 'RATE_LIMITED', n.start + l.window - now, raw, name}
+      else
+        spent[#spent + 1] = {name, c, n.count}
+      end
+    end
+  end
+  -- The counters as Go would write them back: those read, when well
+  -- formed, and the changed ones.
+  rec._counts = counts
+end
+
 local refill, decrement = false, false
 if remaining then
   local due, wait = false, 0
@@ -130,6 +187,26 @@ if reset then rec.requestCount, rec.lastRequest = cost, now end
 if increment then rec.requestCount = count + cost end
 if refill then rec.remaining, rec.lastRefillAt = amount - cost, now end
 if decrement then rec.remaining = remaining - cost end
+local counts = rec._counts
+rec._counts = nil
+if counts then
+  local changed = false
+  for _, o in ipairs(opened) do
+    if o[2] > 0 then counts[o[1]], changed = {count = o[2], start = now}, true end
+  end
+  for _, s in ipairs(spent) do
+    if s[2] > 0 then
+      local n = counts[s[1]] or {count = 0, start = 0}
+      n.count = n.count + s[2]
+      counts[s[1]], changed = n, true
+    end
+  end
+  if changed then
+    local text, terr = encode(counts)
+    if not text then return fail(terr) end
+    rec.limitCounts = text
+  end
+end
 rec.updatedAt = now
 local out, eerr = encode(rec)
 if not out then return fail(eerr) end

@@ -22,6 +22,7 @@ local kinds = {
   refillAmount = 'number', lastRefillAt = 'number', lastRequest = 'number',
   expiresAt = 'number', createdAt = 'number', updatedAt = 'number',
   permissions = 'string', metadata = 'string', rerolled = 'string',
+  limits = 'string', limitCounts = 'string',
 }
 
 -- decode returns the record as a table, or nil and what is wrong with it.

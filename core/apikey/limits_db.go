@@ -1,0 +1,270 @@
+package apikey
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sluice-go/sluice/core"
+)
+
+// The database keeps each named limit of a key in a row of the keyLimit
+// table, with its counter. A verification that names limits reads the key
+// and those rows, decides, and writes them in one transaction: the key's
+// guarded write first, then each limit's, in name order (so concurrent
+// verifications lock the rows in one order and wait rather than
+// deadlock). Each write is guarded as the key's is, so a row changed since
+// it was read makes the write miss; then the transaction rolls back,
+// spending nothing, and the verification reads again.
+
+// errLimitRaced reports a guarded write that matched nothing inside the
+// transaction of a verification with named limits.
+var errLimitRaced = errors.New("apikey: a guarded write of a verification with named limits lost a race")
+
+// limitsUsable fails, naming the table, when the keyLimit table cannot be
+// used.
+func (m *Manager) limitsUsable(op string) error {
+	if p := m.schema.noLimits.Load(); p != nil {
+		return fmt.Errorf("apikey: %s: named limits need the %s table: %w", op, core.ModelKeyLimit, *p)
+	}
+	return nil
+}
+
+// verifyLimited is verifyDB for a verification that names limits. It
+// decides on a read, never on a remembered key, and bypasses the cache.
+func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, req *required, spend []LimitSpend) (Result, error) {
+	if m.schema.noLimits.Load() != nil {
+		// No table, so no key has a named limit: none limits it.
+		return m.verifyDB(ctx, hash, cost, req)
+	}
+	for attempt := 0; attempt < m.o.maxAttempts; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return Result{}, err
+		}
+		now := m.now()
+		s, err := m.dbFind(ctx, core.Eq("key", hash))
+		if err == nil && s == nil {
+			s, err = m.dbRerolled(ctx, hash, now)
+		}
+		if err != nil {
+			return Result{}, err
+		}
+		if s == nil {
+			m.keys.drop(hash)
+			return denied(CodeInvalid, 0, nil), nil
+		}
+		rows, err := m.dbLimitRows(ctx, s.ID, spend)
+		if err != nil {
+			return Result{}, err
+		}
+		lims := make([]limitCheck, len(spend))
+		for i, sp := range spend {
+			lims[i].LimitSpend = sp
+			if r, ok := rows[sp.Name]; ok {
+				lims[i].present, lims[i].max, lims[i].window, lims[i].count, lims[i].start = true, r.Int("max"), r.Int("window"), r.Int("count"), r.Int("windowStart")
+			}
+		}
+		p := decide(s, now.UnixMilli(), cost, req, lims)
+		if p.code != "" || cost == 0 {
+			setLimits(s, lims, rows)
+			k, err := s.toKey()
+			if err != nil {
+				return Result{}, err
+			}
+			if p.code != "" {
+				r := denied(p.code, p.tryAgainIn, k)
+				r.Limit = p.limit
+				return r, nil
+			}
+			return allowed(k), nil
+		}
+		var after *StoredKey
+		err = m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+			b := requests.Get().(*requestBuf)
+			row, ok, err := tx.IncrementOne(ctx, consumeRequest(s, newGuardValues(s), p, req, now, cost, b))
+			b.release()
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return errLimitRaced
+			}
+			after = fromRow(row)
+			for i, l := range lims {
+				if !l.present || l.Cost == 0 {
+					continue
+				}
+				row, ok, err := tx.IncrementOne(ctx, limitRequest(s.ID, l, p.limitReset&(1<<i) != 0, now))
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return errLimitRaced
+				}
+				rows[l.Name] = row
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errLimitRaced), errors.Is(err, core.ErrContention):
+			continue // rolled back: read again
+		case err != nil:
+			return Result{}, afterWrite(ctx, "verify", err)
+		}
+		m.keys.put(after)
+		setLimits(after, lims, rows)
+		k, err := after.toKey()
+		if err != nil {
+			return Result{}, err
+		}
+		return allowed(k), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded writes lost the race %d times", core.ErrContention, m.o.maxAttempts)
+}
+
+// limitRequest is the guarded write of one named limit: it opens a new
+// window (only when the one read has ended, so of concurrent openers only
+// the first matches) or adds to the open one while it has room, and only
+// while the limit's max and window are those decided on.
+func limitRequest(id int64, l limitCheck, open bool, now time.Time) core.IncrementRequest {
+	ms := now.UnixMilli()
+	req := core.IncrementRequest{
+		Model: core.ModelKeyLimit,
+		Where: []core.Where{core.Eq("key", limitRowKey(id, l.Name)), core.Eq("max", l.max), core.Eq("window", l.window)},
+	}
+	if open {
+		req.Where = append(req.Where, core.Lte("windowStart", ms-l.window))
+		req.Set = map[string]any{"count": l.Cost, "windowStart": ms}
+	} else {
+		req.Where = append(req.Where, core.Gt("windowStart", ms-l.window), core.Lte("count", l.max-l.Cost))
+		req.Increment = map[string]int64{"count": l.Cost}
+	}
+	return req
+}
+
+// dbLimitRows reads the named limits of key id that spend names, by name.
+func (m *Manager) dbLimitRows(ctx context.Context, id int64, spend []LimitSpend) (map[string]core.Row, error) {
+	keys := make([]any, len(spend))
+	for i, sp := range spend {
+		keys[i] = limitRowKey(id, sp.Name)
+	}
+	rows, err := m.db.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.In("key", keys...)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]core.Row, len(rows))
+	for _, r := range rows {
+		out[r.Text("name")] = r
+	}
+	return out, nil
+}
+
+// setLimits gives s the limits that lims found, as rows holds them.
+func setLimits(s *StoredKey, lims []limitCheck, rows map[string]core.Row) {
+	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
+	for _, l := range lims {
+		if r, ok := rows[l.Name]; ok {
+			cfg[l.Name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
+			counts[l.Name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+		}
+	}
+	s.Limits, s.LimitCounts = encodeMap(cfg), encodeMap(counts)
+}
+
+// dbAttachLimits reads the named limits of the keys and sets them.
+func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	if err := m.ready(ctx, "read"); err != nil || m.schema.noLimits.Load() != nil {
+		return err // whether the table exists is known once the schema is checked
+	}
+	ids := make([]any, len(keys))
+	for i, s := range keys {
+		ids[i] = s.ID
+	}
+	rows, err := m.db.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.In("keyId", ids...)}, nil)
+	if err != nil {
+		return err
+	}
+	cfg, counts := map[int64]map[string]limitConfig{}, map[int64]map[string]limitCount{}
+	for _, r := range rows {
+		id, name := r.Int("keyId"), r.Text("name")
+		if cfg[id] == nil {
+			cfg[id], counts[id] = map[string]limitConfig{}, map[string]limitCount{}
+		}
+		cfg[id][name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
+		counts[id][name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+	}
+	for _, s := range keys {
+		s.Limits, s.LimitCounts = encodeMap(cfg[s.ID]), encodeMap(counts[s.ID])
+	}
+	return nil
+}
+
+// dbSetLimits makes the named limits of key id, inside tx, exactly those
+// of the Limits text cfg: it deletes the others, changes the max and
+// window of those that stay (keeping their counters) and creates the new
+// ones.
+func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
+	want := decodeMap[limitConfig](cfg)
+	rows, err := tx.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.Eq("keyId", id)}, nil)
+	if err != nil {
+		return err
+	}
+	have := map[string]bool{}
+	for _, r := range rows {
+		name := r.Text("name")
+		l, keep := want[name]
+		switch {
+		case !keep:
+			if _, err := tx.Delete(ctx, core.ModelKeyLimit, core.Eq("id", r.Int("id"))); err != nil {
+				return err
+			}
+		case l.Max != r.Int("max") || l.Window != r.Int("window"):
+			if _, _, err := tx.Update(ctx, core.ModelKeyLimit, []core.Where{core.Eq("id", r.Int("id"))},
+				map[string]any{"max": l.Max, "window": l.Window}); err != nil {
+				return err
+			}
+		}
+		have[name] = true
+	}
+	names := make([]string, 0, len(want))
+	for name := range want {
+		if !have[name] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		l := want[name]
+		if _, err := tx.Create(ctx, core.ModelKeyLimit, map[string]any{
+			"key": limitRowKey(id, name), "keyId": id, "name": name, "max": l.Max, "window": l.Window,
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// dbForgetLimits deletes the named limits of the keys, when the table
+// exists.
+func (m *Manager) dbForgetLimits(ctx context.Context, ids ...int64) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	if err := m.ready(ctx, "delete"); err != nil || m.schema.noLimits.Load() != nil {
+		return err
+	}
+	in := make([]any, len(ids))
+	for i, id := range ids {
+		in[i] = id
+	}
+	_, err := m.db.DeleteMany(ctx, core.ModelKeyLimit, core.In("keyId", in...))
+	return err
+}
