@@ -18,6 +18,14 @@
 // the key is read first and the write planned on what was read. A lost
 // race re-reads and decides again, a bounded number of times.
 //
+// Beyond Better Auth's model, a key can carry named rate limits (such as
+// "requests" and "tokens") that verifications spend with a cost per name
+// ([LimitCost]), all or nothing with the key's quota, and can be rerolled
+// ([Manager.Reroll]): a new plaintext for the same record, the old one
+// working for a grace period. On a database these need the keyLimit and
+// rerolledKey tables, which [core.DB.CreateTables] and sluicegen make;
+// without them everything else works as before.
+//
 // Three storage modes exist:
 //   - database ([New]): the database holds every key;
 //   - cached ([New] with [WithCache]): a [core.SecondaryStorage] caches keys

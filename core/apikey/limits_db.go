@@ -73,6 +73,11 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			if err != nil {
 				return Result{}, err
 			}
+			if p.code == CodeExpired && m.o.dropExpired {
+				if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
+					return Result{}, err
+				}
+			}
 			if p.code != "" {
 				r := denied(p.code, p.tryAgainIn, k)
 				r.Limit = p.limit

@@ -167,12 +167,9 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 				return Result{}, err
 			}
 			if p.code == CodeExpired && m.o.dropExpired {
-				// Guarded on the expiry, so a key renewed meanwhile survives.
-				if _, err := m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", s.ID), core.Lte("expiresAt", now)); err != nil {
+				if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
 					return Result{}, err
 				}
-				m.keys.drop(hash)
-				m.uncache(ctx, hash)
 			}
 			if p.code != "" {
 				return denied(p.code, p.tryAgainIn, k), nil
@@ -203,6 +200,23 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 		return Result{}, err
 	}
 	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded write lost the race %d times", core.ErrContention, m.o.maxAttempts)
+}
+
+// dropExpiredKey deletes an expired key that a verification read through
+// hash (WithDeleteExpiredOnVerify), guarded on the expiry, so that a key
+// renewed meanwhile survives.
+func (m *Manager) dropExpiredKey(ctx context.Context, s *StoredKey, hash string, now time.Time) error {
+	deleted, err := m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", s.ID), core.Lte("expiresAt", now))
+	if err != nil {
+		return err
+	}
+	m.keys.drop(hash)
+	m.keys.drop(s.Key)
+	m.uncache(ctx, hash)
+	if deleted {
+		return m.dbForgetLimits(ctx, s.ID)
+	}
+	return nil
 }
 
 // consumeRemembered tries a verification in one round trip: the guarded
