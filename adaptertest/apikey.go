@@ -171,18 +171,29 @@ func (r *apiKeyRound) verifyAll(ctx context.Context, plaintext string, n int, ba
 	}
 	Release(n, func(i int) {
 		res, err := r.callers[i%len(r.callers)].Verify(ctx, plaintext, opts...)
-		if err != nil {
-			o.errs.add(fmt.Errorf("caller %d: %w", i, err))
+		if !o.add(i, res, err) {
 			return
 		}
 		o.mu.Lock()
 		defer o.mu.Unlock()
-		o.codes[res.Code]++
 		if res.Valid && res.Key.Remaining != nil {
 			o.left[*res.Key.Remaining]++
 		}
 	})
 	return o
+}
+
+// add counts caller i's answer, or its error; it reports whether the
+// verification answered.
+func (o *outcomes) add(i int, res apikey.Result, err error) bool {
+	if err != nil {
+		o.errs.add(fmt.Errorf("caller %d: %w", i, err))
+		return false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.codes[res.Code]++
+	return true
 }
 
 // expect compares the counted codes with want (code → count).
@@ -355,13 +366,7 @@ func apiKeyRerolled(ctx context.Context, r *apiKeyRound) error {
 			}
 		}
 		res, err := r.callers[i%len(r.callers)].Verify(ctx, key)
-		if err != nil {
-			o.errs.add(fmt.Errorf("caller %d: %w", i, err))
-			return
-		}
-		o.mu.Lock()
-		defer o.mu.Unlock()
-		o.codes[res.Code]++
+		o.add(i, res, err)
 	})
 	if err := o.expect(map[apikey.Code]int{"": apiKeyRerollQuota, apikey.CodeUsageExceeded: apiKeyRerollCallers - apiKeyRerollQuota}); err != nil {
 		return fmt.Errorf("across the reroll: %w", err)

@@ -69,21 +69,7 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		p := decide(s, now.UnixMilli(), cost, req, lims)
 		if p.code != "" || cost == 0 {
 			setLimits(s, lims, rows)
-			k, err := s.toKey()
-			if err != nil {
-				return Result{}, err
-			}
-			if p.code == CodeExpired && m.o.dropExpired {
-				if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
-					return Result{}, err
-				}
-			}
-			if p.code != "" {
-				r := denied(p.code, p.tryAgainIn, k)
-				r.Limit = p.limit
-				return r, nil
-			}
-			return allowed(k), nil
+			return m.answerRead(ctx, s, hash, p, now)
 		}
 		var after *StoredKey
 		err = m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {

@@ -162,19 +162,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 			continue
 		}
 		if p.code != "" || cost == 0 {
-			k, err := s.toKey()
-			if err != nil {
-				return Result{}, err
-			}
-			if p.code == CodeExpired && m.o.dropExpired {
-				if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
-					return Result{}, err
-				}
-			}
-			if p.code != "" {
-				return denied(p.code, p.tryAgainIn, k), nil
-			}
-			return allowed(k), nil
+			return m.answerRead(ctx, s, hash, p, now)
 		}
 		row, ok, err := m.consume(ctx, s, nil, p, now, cost, req)
 		switch {
@@ -200,6 +188,26 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 		return Result{}, err
 	}
 	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded write lost the race %d times", core.ErrContention, m.o.maxAttempts)
+}
+
+// answerRead answers a verification decided on the key as read, s, that
+// writes nothing: a denial, or a check of cost 0.
+func (m *Manager) answerRead(ctx context.Context, s *StoredKey, hash string, p plan, now time.Time) (Result, error) {
+	k, err := s.toKey()
+	if err != nil {
+		return Result{}, err
+	}
+	if p.code == CodeExpired && m.o.dropExpired {
+		if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
+			return Result{}, err
+		}
+	}
+	if p.code == "" {
+		return allowed(k), nil
+	}
+	r := denied(p.code, p.tryAgainIn, k)
+	r.Limit = p.limit
+	return r, nil
 }
 
 // dropExpiredKey deletes an expired key that a verification read through
