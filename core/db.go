@@ -569,8 +569,8 @@ func addChecked(cur, by int64) (int64, error) {
 
 // CheckSchema asks the adapter, when it implements [SchemaChecker], whether
 // the tables of the given models (every model of the schema when none is
-// named) have what exact decisions depend on, such as the unique index on a
-// rate-limit key. The rate limiter and the API-key manager run it before
+// named, except the optional ones: see [Model.Optional]) have what exact
+// decisions depend on, such as the unique index on a rate-limit key. The rate limiter and the API-key manager run it before
 // their first decision; call it at start-up to fail early.
 func (db *DB) CheckSchema(ctx context.Context, models ...string) error {
 	const op = "CheckSchema"
@@ -587,7 +587,11 @@ func (db *DB) checkSchema(ctx context.Context, op string, models []string) error
 		return nil
 	}
 	if len(models) == 0 {
-		models = db.schema.Models()
+		for _, m := range db.schema.Models() {
+			if t, _ := db.schema.Table(m); !t.Optional {
+				models = append(models, m)
+			}
+		}
 	}
 	for _, m := range models {
 		t, ok := db.schema.Table(m)

@@ -47,6 +47,8 @@ type Table struct {
 	Model   string   // logical model name
 	Columns []Column // in model order; Columns[0] is the primary key
 	Comment string
+	// Optional is the model's Optional: a database may lack the table.
+	Optional bool
 
 	byField  map[string]int
 	byColumn map[string]int
@@ -187,7 +189,7 @@ func checkModel(m Model) error {
 }
 
 func resolve(m Model, n Naming) (*Table, error) {
-	t := &Table{Model: m.Name, Comment: m.Comment, byField: map[string]int{}, byColumn: map[string]int{}}
+	t := &Table{Model: m.Name, Comment: m.Comment, Optional: m.Optional, byField: map[string]int{}, byColumn: map[string]int{}}
 	// An override set to "" is refused below rather than ignored: it is
 	// more likely a mistake than a request for the default.
 	name, overridden := n.Tables[m.Name]

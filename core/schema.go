@@ -42,6 +42,11 @@ type Model struct {
 	Name    string
 	Fields  []Field
 	Comment string
+	// Optional marks a model that only some features need, so that a
+	// database may lack its table: [DB.CheckSchema] without models named
+	// leaves it out (the feature checks it by name), while
+	// [DB.CreateTables] and the generator make it like any other.
+	Optional bool
 }
 
 // The logical names of the built-in models.
@@ -97,7 +102,7 @@ func APIKeyModel() Model {
 // Better Auth deployment keeps its columns; a deployment without it works
 // as before, and only rerolling needs it.
 func RerolledKeyModel() Model {
-	return Model{Name: ModelRerolledKey, Comment: "an earlier hash of a rerolled API key, valid until its grace period ends", Fields: []Field{
+	return Model{Name: ModelRerolledKey, Optional: true, Comment: "an earlier hash of a rerolled API key, valid until its grace period ends", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "SHA-256 of the earlier key, base64url without padding"},
 		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the earlier key opens"},
@@ -110,7 +115,7 @@ func RerolledKeyModel() Model {
 // key (such as "tokens"), with its counter. Like rerolledKey it is a table
 // of its own, which only keys with named limits need.
 func KeyLimitModel() Model {
-	return Model{Name: ModelKeyLimit, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
+	return Model{Name: ModelKeyLimit, Optional: true, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the key's id and the limit's name, as id:name"},
 		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the limit belongs to"},

@@ -19,8 +19,8 @@ type TableCreator interface {
 
 // CreateTables creates the tables of db's schema that do not exist yet,
 // with their indexes, through the adapter's [TableCreator]; an existing
-// table and its rows are left as they are. It then checks every table as
-// [DB.CheckSchema] does, so that a table that existed before but lacks
+// table and its rows are left as they are. It then checks every table, the
+// optional ones too, as [DB.CheckSchema] does, so that a table that existed before but lacks
 // what exact decisions depend on (a column, the unique index on a key) is
 // reported with [ErrSchema], naming what is missing and the fix, at start
 // rather than at the first request. It is safe to call at every start and
@@ -41,5 +41,5 @@ func (db *DB) CreateTables(ctx context.Context) error {
 	if err := tc.CreateTables(ctx, db.schema); err != nil {
 		return wrap(op, "", err)
 	}
-	return db.checkSchema(ctx, op, nil)
+	return db.checkSchema(ctx, op, db.schema.Models()) // the optional ones too: they exist now
 }

@@ -135,3 +135,38 @@ func TestCreateTablesZeroDB(t *testing.T) {
 		t.Errorf("nil DB: %v, want ErrInvalid", err)
 	}
 }
+
+// TestCheckSchemaLeavesOptionalTablesOut: a database made before the
+// optional tables existed passes CheckSchema without models named; named,
+// an optional model is checked as any other.
+func TestCheckSchemaLeavesOptionalTablesOut(t *testing.T) {
+	checked := map[string]bool{}
+	db, err := core.New(checkingAdapter{memory.New(), checked})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.CheckSchema(context.Background()); err != nil {
+		t.Fatalf("CheckSchema(): %v", err)
+	}
+	if !checked[core.ModelRateLimit] || !checked[core.ModelAPIKey] || checked[core.ModelRerolledKey] || checked[core.ModelKeyLimit] {
+		t.Fatalf("checked %v, want rateLimit and apikey only", checked)
+	}
+	if err := db.CheckSchema(context.Background(), core.ModelKeyLimit); !errors.Is(err, core.ErrSchema) {
+		t.Fatalf("CheckSchema(keyLimit): err = %v, want ErrSchema for the missing table", err)
+	}
+}
+
+// checkingAdapter records the models checked and fails the optional ones,
+// as a database without their tables would.
+type checkingAdapter struct {
+	*memory.Memory
+	checked map[string]bool
+}
+
+func (a checkingAdapter) CheckSchema(_ context.Context, t *core.Table) error {
+	a.checked[t.Model] = true
+	if t.Optional {
+		return &core.Error{Op: "CheckSchema", Model: t.Model, Kind: core.ErrSchema}
+	}
+	return nil
+}
