@@ -294,7 +294,7 @@ func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where
 // FindMany hooks the reads of API keys' named limits, with a nil record.
 func (h readHook) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
 	recs, err := h.Adapter.FindMany(ctx, t, where, o)
-	if err == nil && t.Model == core.ModelKeyLimit {
+	if err == nil && t.Model == core.ModelAPIKeyLimit {
 		h.fn(ctx, nil)
 	}
 	return recs, err

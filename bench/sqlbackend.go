@@ -126,7 +126,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 		core.ModelRateLimit:   "sluicebench_rl_" + runID,
 		core.ModelAPIKey:      "sluicebench_ak_" + runID,
 		core.ModelRerolledKey: "sluicebench_rk_" + runID,
-		core.ModelKeyLimit:    "sluicebench_kl_" + runID,
+		core.ModelAPIKeyLimit: "sluicebench_kl_" + runID,
 	}}
 	if e.schema, err = core.NewSchema(naming); err != nil {
 		return nil, err

@@ -85,7 +85,7 @@ func TestNamingPresets(t *testing.T) {
 					t.Errorf("%s primary key = %+v", model, pk)
 				}
 			}
-			if got := s.Models(); len(got) != 4 || got[0] != core.ModelAPIKey || got[1] != core.ModelKeyLimit || got[2] != core.ModelRateLimit || got[3] != core.ModelRerolledKey {
+			if got := s.Models(); len(got) != 4 || got[0] != core.ModelAPIKey || got[1] != core.ModelAPIKeyLimit || got[2] != core.ModelRateLimit || got[3] != core.ModelRerolledKey {
 				t.Errorf("Models() = %v", got)
 			}
 		})
@@ -120,7 +120,7 @@ func TestNamingExtraModelsSnakeCase(t *testing.T) {
 			t.Errorf("%q → %q, want %q", f, c.Name, want)
 		}
 	}
-	if got := s.Tables(); len(got) != 5 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2].Model != core.ModelRerolledKey || got[3].Model != core.ModelKeyLimit || got[4] != tb {
+	if got := s.Tables(); len(got) != 5 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2].Model != core.ModelRerolledKey || got[3].Model != core.ModelAPIKeyLimit || got[4] != tb {
 		t.Errorf("Tables() order: %v", got)
 	}
 	if !strings.Contains(s.String(), "session_token(id, ") {

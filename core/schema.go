@@ -54,7 +54,7 @@ const (
 	ModelRateLimit   = "rateLimit"
 	ModelAPIKey      = "apikey"
 	ModelRerolledKey = "rerolledKey"
-	ModelKeyLimit    = "keyLimit"
+	ModelAPIKeyLimit = "apikeyLimit"
 )
 
 // RateLimitModel returns the rateLimit model (SPEC section 5): one counter per
@@ -111,11 +111,11 @@ func RerolledKeyModel() Model {
 	}}
 }
 
-// KeyLimitModel returns the keyLimit model: one named rate limit of an API
+// APIKeyLimitModel returns the apikeyLimit model: one named rate limit of an API
 // key (such as "tokens"), with its counter. Like rerolledKey it is a table
 // of its own, which only keys with named limits need.
-func KeyLimitModel() Model {
-	return Model{Name: ModelKeyLimit, Optional: true, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
+func APIKeyLimitModel() Model {
+	return Model{Name: ModelAPIKeyLimit, Optional: true, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the key's id and the limit's name, as id:name"},
 		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the limit belongs to"},
@@ -127,8 +127,8 @@ func KeyLimitModel() Model {
 	}}
 }
 
-// BuiltinModels returns the rateLimit, apikey, rerolledKey and keyLimit
+// BuiltinModels returns the rateLimit, apikey, rerolledKey and apikeyLimit
 // models, in that order.
 func BuiltinModels() []Model {
-	return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel(), KeyLimitModel()}
+	return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel(), APIKeyLimitModel()}
 }

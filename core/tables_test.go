@@ -148,11 +148,11 @@ func TestCheckSchemaLeavesOptionalTablesOut(t *testing.T) {
 	if err := db.CheckSchema(context.Background()); err != nil {
 		t.Fatalf("CheckSchema(): %v", err)
 	}
-	if !checked[core.ModelRateLimit] || !checked[core.ModelAPIKey] || checked[core.ModelRerolledKey] || checked[core.ModelKeyLimit] {
+	if !checked[core.ModelRateLimit] || !checked[core.ModelAPIKey] || checked[core.ModelRerolledKey] || checked[core.ModelAPIKeyLimit] {
 		t.Fatalf("checked %v, want rateLimit and apikey only", checked)
 	}
-	if err := db.CheckSchema(context.Background(), core.ModelKeyLimit); !errors.Is(err, core.ErrSchema) {
-		t.Fatalf("CheckSchema(keyLimit): err = %v, want ErrSchema for the missing table", err)
+	if err := db.CheckSchema(context.Background(), core.ModelAPIKeyLimit); !errors.Is(err, core.ErrSchema) {
+		t.Fatalf("CheckSchema(apikeyLimit): err = %v, want ErrSchema for the missing table", err)
 	}
 }
 

@@ -30,7 +30,7 @@ func ExampleGenerate() {
 	// Output:
 	// apikey.go: LastRequest *time.Time `gorm:"column:lastRequest;type:TIMESTAMPTZ(3)"`
 	// apikey.go: func (APIKey) TableName() string { return "apikey" }
-	// keylimit.go: func (KeyLimit) TableName() string { return "keyLimit" }
+	// apikeylimit.go: func (APIKeyLimit) TableName() string { return "apikeyLimit" }
 	// ratelimit.go: LastRequest int64 `gorm:"column:lastRequest;type:BIGINT;not null;default:0;index:rateLimit_lastRequest_idx"`
 	// ratelimit.go: func (RateLimit) TableName() string { return "rateLimit" }
 	// rerolledkey.go: func (RerolledKey) TableName() string { return "rerolledKey" }

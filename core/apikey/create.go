@@ -34,7 +34,7 @@ type CreateParams struct {
 	Permissions map[string][]string // resource → actions
 	// Limits are the key's named rate limits (such as "tokens"), which a
 	// verification spends when it names them with [LimitCost]. In database
-	// mode they need the keyLimit table ([core.KeyLimitModel]).
+	// mode they need the apikeyLimit table ([core.APIKeyLimitModel]).
 	Limits map[string]NamedLimit
 }
 

@@ -22,7 +22,7 @@
 // "requests" and "tokens") that verifications spend with a cost per name
 // ([LimitCost]), all or nothing with the key's quota, and can be rerolled
 // ([Manager.Reroll]): a new plaintext for the same record, the old one
-// working for a grace period. On a database these need the keyLimit and
+// working for a grace period. On a database these need the apikeyLimit and
 // rerolledKey tables, which [core.DB.CreateTables] and sluicegen make;
 // without them everything else works as before.
 //

@@ -90,7 +90,7 @@ type StoredKey struct {
 	Rerolled *string `json:"rerolled,omitempty"`
 	// Limits and LimitCounts hold the key's named limits and their
 	// counters (see rule 5b of [ApplyClaim]), in storage-only mode; the
-	// database keeps them in the keyLimit table instead.
+	// database keeps them in the apikeyLimit table instead.
 	Limits      *string `json:"limits,omitempty"`
 	LimitCounts *string `json:"limitCounts,omitempty"`
 }

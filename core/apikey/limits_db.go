@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// The database keeps each named limit of a key in a row of the keyLimit
+// The database keeps each named limit of a key in a row of the apikeyLimit
 // table, with its counter. A verification that names limits reads the key
 // and those rows, decides, and writes them in one transaction: the key's
 // guarded write first, then each limit's, in name order (so concurrent
@@ -23,11 +23,11 @@ import (
 // transaction of a verification with named limits.
 var errLimitRaced = errors.New("apikey: a guarded write of a verification with named limits lost a race")
 
-// limitsUsable fails, naming the table, when the keyLimit table cannot be
+// limitsUsable fails, naming the table, when the apikeyLimit table cannot be
 // used.
 func (m *Manager) limitsUsable(op string) error {
 	if p := m.schema.noLimits.Load(); p != nil {
-		return fmt.Errorf("apikey: %s: named limits need the %s table: %w", op, core.ModelKeyLimit, *p)
+		return fmt.Errorf("apikey: %s: named limits need the %s table: %w", op, core.ModelAPIKeyLimit, *p)
 	}
 	return nil
 }
@@ -125,7 +125,7 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 func limitRequest(id int64, l limitCheck, open bool, now time.Time) core.IncrementRequest {
 	ms := now.UnixMilli()
 	req := core.IncrementRequest{
-		Model: core.ModelKeyLimit,
+		Model: core.ModelAPIKeyLimit,
 		Where: []core.Where{core.Eq("key", limitRowKey(id, l.Name)), core.Eq("max", l.max), core.Eq("window", l.window)},
 	}
 	if open {
@@ -144,7 +144,7 @@ func (m *Manager) dbLimitRows(ctx context.Context, id int64, spend []LimitSpend)
 	for i, sp := range spend {
 		keys[i] = limitRowKey(id, sp.Name)
 	}
-	rows, err := m.db.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.In("key", keys...)}, nil)
+	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("key", keys...)}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 	for i, s := range keys {
 		ids[i] = s.ID
 	}
-	rows, err := m.db.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.In("keyId", ids...)}, nil)
+	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("keyId", ids...)}, nil)
 	if err != nil {
 		return err
 	}
@@ -204,7 +204,7 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 // ones.
 func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
 	want := decodeMap[limitConfig](cfg)
-	rows, err := tx.FindMany(ctx, core.ModelKeyLimit, []core.Where{core.Eq("keyId", id)}, nil)
+	rows, err := tx.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("keyId", id)}, nil)
 	if err != nil {
 		return err
 	}
@@ -214,11 +214,11 @@ func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error 
 		l, keep := want[name]
 		switch {
 		case !keep:
-			if _, err := tx.Delete(ctx, core.ModelKeyLimit, core.Eq("id", r.Int("id"))); err != nil {
+			if _, err := tx.Delete(ctx, core.ModelAPIKeyLimit, core.Eq("id", r.Int("id"))); err != nil {
 				return err
 			}
 		case l.Max != r.Int("max") || l.Window != r.Int("window"):
-			if _, _, err := tx.Update(ctx, core.ModelKeyLimit, []core.Where{core.Eq("id", r.Int("id"))},
+			if _, _, err := tx.Update(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("id", r.Int("id"))},
 				map[string]any{"max": l.Max, "window": l.Window}); err != nil {
 				return err
 			}
@@ -234,7 +234,7 @@ func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error 
 	sort.Strings(names)
 	for _, name := range names {
 		l := want[name]
-		if _, err := tx.Create(ctx, core.ModelKeyLimit, map[string]any{
+		if _, err := tx.Create(ctx, core.ModelAPIKeyLimit, map[string]any{
 			"key": limitRowKey(id, name), "keyId": id, "name": name, "max": l.Max, "window": l.Window,
 		}); err != nil {
 			return err
@@ -256,6 +256,6 @@ func (m *Manager) dbForgetLimits(ctx context.Context, ids ...int64) error {
 	for i, id := range ids {
 		in[i] = id
 	}
-	_, err := m.db.DeleteMany(ctx, core.ModelKeyLimit, core.In("keyId", in...))
+	_, err := m.db.DeleteMany(ctx, core.ModelAPIKeyLimit, core.In("keyId", in...))
 	return err
 }

@@ -158,20 +158,20 @@ type limitReadGate struct {
 
 func (a limitReadGate) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
 	recs, err := a.Memory.FindMany(ctx, t, where, o)
-	if t.Model == core.ModelKeyLimit {
+	if t.Model == core.ModelAPIKeyLimit {
 		a.g.wait()
 	}
 	return recs, err
 }
 
-// TestNamedLimitsWithoutTheTable: a database without the keyLimit table
+// TestNamedLimitsWithoutTheTable: a database without the apikeyLimit table
 // verifies as before; creating a key with limits names the table.
 func TestNamedLimitsWithoutTheTable(t *testing.T) {
 	e := newEnv(t)
-	e2 := newEnvOn(t, e.mem, schemaFailing{e.mem, core.ModelKeyLimit})
+	e2 := newEnvOn(t, e.mem, schemaFailing{e.mem, core.ModelAPIKeyLimit})
 	key, _ := e2.create(t, CreateParams{RateLimit: noRateLimit()})
 	wantCode(t, e2.verify(t, key, LimitCost("tokens", 5)), "")
-	if _, _, err := e2.m.Create(context.Background(), CreateParams{ReferenceID: "u", Limits: map[string]NamedLimit{"tokens": {Max: 1, Window: time.Second}}}); !errors.Is(err, core.ErrSchema) || !strings.Contains(err.Error(), "keyLimit") {
-		t.Fatalf("Create with limits: err = %v, want ErrSchema naming keyLimit", err)
+	if _, _, err := e2.m.Create(context.Background(), CreateParams{ReferenceID: "u", Limits: map[string]NamedLimit{"tokens": {Max: 1, Window: time.Second}}}); !errors.Is(err, core.ErrSchema) || !strings.Contains(err.Error(), "apikeyLimit") {
+		t.Fatalf("Create with limits: err = %v, want ErrSchema naming apikeyLimit", err)
 	}
 }

@@ -40,7 +40,7 @@ type schemaCheck struct {
 	// noRerolls says why the rerolledKey table cannot be used (it is
 	// missing, or lacks what the check requires); nil when it can.
 	noRerolls atomic.Pointer[error]
-	// noLimits says why the keyLimit table cannot be used; nil when it can.
+	// noLimits says why the apikeyLimit table cannot be used; nil when it can.
 	noLimits atomic.Pointer[error]
 }
 
@@ -286,8 +286,8 @@ func (m *Manager) checkSchema(ctx context.Context, again bool) error {
 	}
 	// The rerolledKey table is optional: without it keys can be rerolled
 	// only without a grace period, and verification never looks there.
-	// So is the keyLimit table: without it no key has named limits.
-	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &m.schema.noRerolls, core.ModelKeyLimit: &m.schema.noLimits} {
+	// So is the apikeyLimit table: without it no key has named limits.
+	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &m.schema.noRerolls, core.ModelAPIKeyLimit: &m.schema.noLimits} {
 		switch err := m.db.CheckSchema(ctx, model); {
 		case err == nil:
 			why.Store(nil)

@@ -237,7 +237,7 @@ func TestOutcomeUnknownStorageOnly(t *testing.T) {
 
 // schemaDouble is the memory store with a schema check of the apikey table
 // that fails a given number of times, then passes; the optional
-// rerolledKey and keyLimit tables always pass and are not counted.
+// rerolledKey and apikeyLimit tables always pass and are not counted.
 type schemaDouble struct {
 	*memory.Memory
 	failures atomic.Int64 // checks left to fail
@@ -250,7 +250,7 @@ func (s *schemaDouble) CheckSchema(ctx context.Context, t *core.Table) error {
 	s.mu.Lock()
 	s.tables[t.Name] = true
 	s.mu.Unlock()
-	if t.Model == core.ModelRerolledKey || t.Model == core.ModelKeyLimit {
+	if t.Model == core.ModelRerolledKey || t.Model == core.ModelAPIKeyLimit {
 		return nil
 	}
 	s.checks.Add(1)
@@ -292,8 +292,8 @@ func TestSchemaCheckedBeforeFirstUse(t *testing.T) {
 	if n := s.checks.Load(); n != 3 {
 		t.Fatalf("%d checks, want 3: a pass is remembered", n)
 	}
-	if len(s.tables) != 3 || !s.tables["apikey"] || !s.tables["rerolled_key"] || !s.tables["key_limit"] {
-		t.Fatalf("checked tables %v, want apikey, rerolled_key and key_limit", s.tables)
+	if len(s.tables) != 3 || !s.tables["apikey"] || !s.tables["rerolled_key"] || !s.tables["apikey_limit"] {
+		t.Fatalf("checked tables %v, want apikey, rerolled_key and apikey_limit", s.tables)
 	}
 	// Called by the user, the check runs afresh.
 	s.failures.Store(1)

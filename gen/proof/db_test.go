@@ -74,7 +74,7 @@ func uniqueNaming(t *testing.T, naming core.Naming) core.Naming {
 		core.ModelRateLimit:   "gen_rl_" + suffix,
 		core.ModelAPIKey:      "gen_ak_" + suffix,
 		core.ModelRerolledKey: "gen_rk_" + suffix,
-		core.ModelKeyLimit:    "gen_kl_" + suffix,
+		core.ModelAPIKeyLimit: "gen_kl_" + suffix,
 	}
 	return naming
 }

@@ -144,7 +144,7 @@ func uniqueTables(t testing.TB) core.Naming {
 		core.ModelRateLimit:   "demo_rate_limit_" + s,
 		core.ModelAPIKey:      "demo_apikey_" + s,
 		core.ModelRerolledKey: "demo_rerolled_key_" + s,
-		core.ModelKeyLimit:    "demo_key_limit_" + s,
+		core.ModelAPIKeyLimit: "demo_apikey_limit_" + s,
 	}}
 }
 

@@ -27,7 +27,7 @@
 //	-dialect postgres|mysql|sqlite   column types (required except for ent)
 //	-out DIR          output folder (default "."); with -dsn, "-" writes the script to stdout
 //	-package NAME     Go package (default "schema" for ent, "models" for gorm and bun)
-//	-models LIST      comma-separated logical models, e.g. rateLimit,apikey (default all: rateLimit,apikey,rerolledKey,keyLimit)
+//	-models LIST      comma-separated logical models, e.g. rateLimit,apikey (default all: rateLimit,apikey,rerolledKey,apikeyLimit)
 //	-preset snake|betterauth   naming preset (default snake)
 //	-plural           plural table names
 //	-table model=name          table override (repeatable)
@@ -133,7 +133,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&dialect, "dialect", "", "postgres, mysql or sqlite (not needed for ent)")
 	fs.StringVar(&o.out, "out", ".", "output folder")
 	fs.StringVar(&o.cfg.Package, "package", "", `Go package (default "schema" for ent, "models" for gorm and bun)`)
-	fs.StringVar(&models, "models", "", "comma-separated logical models (default all: rateLimit,apikey,rerolledKey,keyLimit)")
+	fs.StringVar(&models, "models", "", "comma-separated logical models (default all: rateLimit,apikey,rerolledKey,apikeyLimit)")
 	fs.StringVar(&preset, "preset", "snake", "naming preset: snake or betterauth")
 	fs.BoolVar(&plural, "plural", false, "plural table names")
 	fs.Var(&tables, "table", "table override model=name (repeatable)")

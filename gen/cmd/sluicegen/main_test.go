@@ -85,7 +85,7 @@ func TestUsageErrors(t *testing.T) {
 
 // TestDiffSQLite runs the command against a SQLite database whose
 // rate_limit table lacks a column and its index, and whose apikey,
-// rerolled_key and key_limit tables are missing altogether.
+// rerolled_key and apikey_limit tables are missing altogether.
 func TestDiffSQLite(t *testing.T) {
 	dsn := "file:" + filepath.Join(t.TempDir(), "app.db")
 	db, err := sql.Open("sqlite", dsn)
@@ -111,7 +111,7 @@ func TestDiffSQLite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	kl, _ := s.Table(core.ModelKeyLimit)
+	kl, _ := s.Table(core.ModelAPIKeyLimit)
 	createLimits, err := gen.SQLite.CreateTable(s, kl)
 	if err != nil {
 		t.Fatal(err)

@@ -45,7 +45,7 @@ func TestMigrateMatchesDDL(t *testing.T) {
 			}
 			var want []string
 			if srv.Dialect == gen.MySQL {
-				for _, table := range []string{"rate_limit", "apikey", "rerolled_key", "key_limit"} {
+				for _, table := range []string{"rate_limit", "apikey", "rerolled_key", "apikey_limit"} {
 					want = append(want, "column "+table+".key has collation utf8mb4_bin, not a binary NO PAD one")
 				}
 			}

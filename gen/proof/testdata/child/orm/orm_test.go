@@ -32,21 +32,21 @@ import (
 // modelSet is one generated package: its ORM, dialect, and constructors
 // for its four models.
 type modelSet struct {
-	target    gen.Target
-	dialect   gen.Dialect
-	rateLimit func() any
-	apiKey    func() any
-	rerolled  func() any
-	keyLimit  func() any
+	target      gen.Target
+	dialect     gen.Dialect
+	rateLimit   func() any
+	apiKey      func() any
+	rerolled    func() any
+	apikeyLimit func() any
 }
 
 var sets = []modelSet{
-	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }, func() any { return new(gormmodelsqlite.RerolledKey) }, func() any { return new(gormmodelsqlite.KeyLimit) }},
-	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }, func() any { return new(gormmodelpostgres.RerolledKey) }, func() any { return new(gormmodelpostgres.KeyLimit) }},
-	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }, func() any { return new(gormmodelmysql.RerolledKey) }, func() any { return new(gormmodelmysql.KeyLimit) }},
-	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }, func() any { return new(bunsqlite.RerolledKey) }, func() any { return new(bunsqlite.KeyLimit) }},
-	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }, func() any { return new(bunpostgres.RerolledKey) }, func() any { return new(bunpostgres.KeyLimit) }},
-	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }, func() any { return new(bunmysql.RerolledKey) }, func() any { return new(bunmysql.KeyLimit) }},
+	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }, func() any { return new(gormmodelsqlite.RerolledKey) }, func() any { return new(gormmodelsqlite.APIKeyLimit) }},
+	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }, func() any { return new(gormmodelpostgres.RerolledKey) }, func() any { return new(gormmodelpostgres.APIKeyLimit) }},
+	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }, func() any { return new(gormmodelmysql.RerolledKey) }, func() any { return new(gormmodelmysql.APIKeyLimit) }},
+	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }, func() any { return new(bunsqlite.RerolledKey) }, func() any { return new(bunsqlite.APIKeyLimit) }},
+	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }, func() any { return new(bunpostgres.RerolledKey) }, func() any { return new(bunpostgres.APIKeyLimit) }},
+	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }, func() any { return new(bunmysql.RerolledKey) }, func() any { return new(bunmysql.APIKeyLimit) }},
 }
 
 func (m modelSet) name() string { return string(m.target) + "/" + string(m.dialect) }
@@ -89,11 +89,11 @@ func TestMigrateMatchesDDL(t *testing.T) {
 				o := open(t, m, db)
 				var want []string
 				if o.gorm != nil {
-					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey(), m.rerolled(), m.keyLimit()); err != nil {
+					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit()); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					for _, model := range []any{m.rateLimit(), m.apiKey(), m.rerolled(), m.keyLimit()} {
+					for _, model := range []any{m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit()} {
 						if _, err := o.bun.NewCreateTable().Model(model).Exec(ctx); err != nil {
 							t.Fatal(err)
 						}
@@ -105,7 +105,7 @@ func TestMigrateMatchesDDL(t *testing.T) {
 						"CREATE INDEX " + q("apikey_reference_id_idx") + " ON " + q("apikey") + " (" + q("reference_id") + ")",
 						"CREATE INDEX " + q("rerolled_key_key_id_idx") + " ON " + q("rerolled_key") + " (" + q("key_id") + ")",
 						"CREATE INDEX " + q("rerolled_key_expires_at_idx") + " ON " + q("rerolled_key") + " (" + q("expires_at") + ")",
-						"CREATE INDEX " + q("key_limit_key_id_idx") + " ON " + q("key_limit") + " (" + q("key_id") + ")",
+						"CREATE INDEX " + q("apikey_limit_key_id_idx") + " ON " + q("apikey_limit") + " (" + q("key_id") + ")",
 					}
 				}
 				plan, err := gen.DiffDB(ctx, db, gen.Config{Dialect: m.dialect})
@@ -121,16 +121,16 @@ func TestMigrateMatchesDDL(t *testing.T) {
 					return
 				}
 				names := map[string][2]string{"rate_limit_key_key": {"rate_limit", "key"}, "apikey_key_key": {"apikey", "key"},
-					"rerolled_key_key_key": {"rerolled_key", "key"}, "key_limit_key_key": {"key_limit", "key"}}
+					"rerolled_key_key_key": {"rerolled_key", "key"}, "apikey_limit_key_key": {"apikey_limit", "key"}}
 				if m.target == gen.Gorm {
 					names["rate_limit_last_request_idx"] = [2]string{"rate_limit", "last_request"}
 					names["apikey_config_id_idx"] = [2]string{"apikey", "config_id"}
 					names["apikey_reference_id_idx"] = [2]string{"apikey", "reference_id"}
 					names["rerolled_key_key_id_idx"] = [2]string{"rerolled_key", "key_id"}
 					names["rerolled_key_expires_at_idx"] = [2]string{"rerolled_key", "expires_at"}
-					names["key_limit_key_id_idx"] = [2]string{"key_limit", "key_id"}
+					names["apikey_limit_key_id_idx"] = [2]string{"apikey_limit", "key_id"}
 				}
-				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey", "rerolled_key", "key_limit"})
+				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey", "rerolled_key", "apikey_limit"})
 				if err != nil {
 					t.Fatal(err)
 				}
