@@ -26,6 +26,12 @@ type apiKeyBody struct {
 	contract string
 	run      func(ctx context.Context, r *apiKeyRound) error
 	rounds   int // 0: raceRounds
+	// nativeOnly leaves out the variants on core's transaction fallback:
+	// named limits write inside a transaction of their own, where the
+	// fallback's re-reads on MySQL see that transaction's snapshot, not the
+	// writes that beat it, so each lost race costs a whole transaction.
+	// Exact, but too slow to race 50 callers through.
+	nativeOnly bool
 }
 
 // apiKeyScenarios are the API-key verifier's concurrent cases: every race
@@ -34,17 +40,21 @@ type apiKeyBody struct {
 func apiKeyScenarios() []scenario {
 	var out []scenario
 	for _, body := range []apiKeyBody{
-		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0},
-		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0},
-		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0},
-		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0},
+		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0, false},
+		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0, false},
+		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0, false},
+		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0, false},
 		// One round each: a transaction per caller (NamedLimits) and four
 		// phases of 50 callers (Rerolled) are slow, and one round of each
 		// already shows a broken implementation.
-		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1},
-		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1},
+		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1, true},
+		{"OwnerLimits", "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other", apiKeyOwnerLimits, 1, true},
+		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1, false},
 	} {
 		for _, v := range raceVariants() {
+			if body.nativeOnly && !v.native {
+				continue
+			}
 			out = append(out, scenario{
 				name:             body.name + v.suffix,
 				contract:         body.contract,
@@ -321,6 +331,58 @@ func apiKeyNamedLimits(ctx context.Context, r *apiKeyRound) error {
 	}
 	if got.Remaining == nil || *got.Remaining != 1000-admitted || got.Limits["requests"].Count != admitted || got.Limits["tokens"].Count != admitted*apiKeyLimitCost {
 		return fmt.Errorf("stored remaining %v, limits %+v; want %d, requests %d and tokens %d", got.Remaining, got.Limits, 1000-admitted, admitted, admitted*apiKeyLimitCost)
+	}
+	return nil
+}
+
+func apiKeyOwnerLimits(ctx context.Context, r *apiKeyRound) error {
+	const admitted, quotaA = apiKeyLimitTokens / apiKeyLimitCost, 5
+	owner := fmt.Sprintf("owner-%d", time.Now().UnixNano())
+	if err := r.admin.SetOwnerLimits(ctx, owner, map[string]apikey.NamedLimit{"tokens": {Max: apiKeyLimitTokens, Window: time.Hour}}); err != nil {
+		return err
+	}
+	var keys [2]string
+	var ids [2]int64
+	for i, q := range []int64{quotaA, 1000} {
+		plaintext, k, err := r.admin.Create(ctx, apikey.CreateParams{ReferenceID: owner, Remaining: ptrInt(q), RateLimit: &apikey.RateLimit{}})
+		if err != nil {
+			return err
+		}
+		keys[i], ids[i] = plaintext, k.ID
+	}
+	if r.limitGate != nil {
+		r.limitGate.Store(&readBarrier{n: apiKeyLimitCallers, open: make(chan struct{})})
+		defer r.limitGate.Store(nil)
+	}
+	o := &outcomes{codes: map[apikey.Code]int{}, left: map[int64]int{}}
+	var valid [2]atomic.Int64
+	Release(apiKeyLimitCallers, func(i int) {
+		res, err := r.callers[i%len(r.callers)].Verify(ctx, keys[i%2], apikey.LimitCost("tokens", apiKeyLimitCost))
+		if o.add(i, res, err) && res.Valid {
+			valid[i%2].Add(1)
+		}
+	})
+	if err := o.errs.err(); err != nil {
+		return err
+	}
+	if o.codes[""] != admitted {
+		return fmt.Errorf("verifications answered %s, want %d admitted", describe(o.codes), admitted)
+	}
+	got, err := r.admin.OwnerLimits(ctx, owner)
+	if err != nil {
+		return err
+	}
+	if got["tokens"].Count != admitted*apiKeyLimitCost {
+		return fmt.Errorf("the owner's tokens counted %d, want %d", got["tokens"].Count, admitted*apiKeyLimitCost)
+	}
+	for i, q := range []int64{quotaA, 1000} {
+		k, err := r.admin.Get(ctx, ids[i])
+		if err != nil {
+			return err
+		}
+		if want := q - valid[i].Load(); k.Remaining == nil || *k.Remaining != want {
+			return fmt.Errorf("key %d: remaining %v after %d admissions, want %d", i, k.Remaining, valid[i].Load(), want)
+		}
 	}
 	return nil
 }

@@ -82,5 +82,5 @@ func ExampleNaming() {
 	// rateLimit(id, key, count, lastRequest)
 	// apikey(id, configId, name, start, prefix, key, referenceId, enabled, rateLimitEnabled, rateLimitTimeWindow, rateLimitMax, requestCount, remaining, refillInterval, refillAmount, lastRefillAt, lastRequest, expiresAt, createdAt, updatedAt, permissions, metadata)
 	// rerolledKey(id, key, keyId, expiresAt, createdAt)
-	// apikeyLimit(id, key, keyId, name, max, window, count, windowStart)
+	// apikeyLimit(id, key, keyId, owner, name, max, window, count, windowStart)
 }

@@ -111,14 +111,16 @@ func RerolledKeyModel() Model {
 	}}
 }
 
-// APIKeyLimitModel returns the apikeyLimit model: one named rate limit of an API
-// key (such as "tokens"), with its counter. Like rerolledKey it is a table
-// of its own, which only keys with named limits need.
+// APIKeyLimitModel returns the apikeyLimit model: one named rate limit
+// (such as "tokens") of an API key, or of an owner, shared by all the
+// owner's keys, with its counter. Like rerolledKey it is a table of its
+// own, which only keys with named limits need.
 func APIKeyLimitModel() Model {
 	return Model{Name: ModelAPIKeyLimit, Optional: true, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
-		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the key's id and the limit's name, as id:name"},
-		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the limit belongs to"},
+		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "id:name for a key's limit, o:hash:name for an owner's (hash: SHA-256 of the owner)"},
+		{Name: "keyId", Type: TypeInt, Index: true, Comment: "the id of the apikey row the limit belongs to; 0 for an owner's"},
+		{Name: "owner", Type: TypeString, Nullable: true, Index: true, Size: 255, Comment: "the owner (an apikey referenceId) whose keys share the limit; NULL for a key's own"},
 		{Name: "name", Type: TypeString},
 		{Name: "max", Type: TypeInt, Comment: "the most units per window"},
 		{Name: "window", Type: TypeInt, Comment: "milliseconds"},

@@ -123,6 +123,7 @@ type plan struct {
 	refill      bool   // remaining = refillAmount − cost, lastRefillAt = now
 	decrement   bool   // remaining −= cost
 	limit       string // the named limit that denied
+	limitOwner  bool   // it is the owner's
 	limitReset  uint32 // bit i: the verification opens a new window of its i-th named limit
 }
 

@@ -107,6 +107,7 @@ func LimitCost(name string, cost int64) VerifyOption {
 // limit of that name).
 type limitCheck struct {
 	LimitSpend
+	owner   bool // the owner's limit, shared by their keys
 	present                   bool
 	max, window, count, start int64 // start: epoch ms, 0 for none
 }
@@ -123,18 +124,22 @@ func decideLimits(lims []limitCheck, now int64) (p plan) {
 		switch {
 		case l.start == 0 || l.start <= now-l.window:
 			if need > l.max {
-				return plan{code: CodeRateLimited, tryAgainIn: l.window, limit: l.Name}
+				return plan{code: CodeRateLimited, tryAgainIn: l.window, limit: l.Name, limitOwner: l.owner}
 			}
 			p.limitReset |= 1 << i
 		case l.count > l.max-need:
-			return plan{code: CodeRateLimited, tryAgainIn: l.start + l.window - now, limit: l.Name}
+			return plan{code: CodeRateLimited, tryAgainIn: l.start + l.window - now, limit: l.Name, limitOwner: l.owner}
 		}
 	}
 	return p
 }
 
-// limitRowKey is the unique key of a named limit's row.
+// limitRowKey is the unique key of the row of a key's named limit, and
+// ownerRowKey that of an owner's: the owner's hash keeps it short, and
+// "o" sorts after every digit, so a verification locks its key's limits
+// before its owner's.
 func limitRowKey(id int64, name string) string { return strconv.FormatInt(id, 10) + ":" + name }
+func ownerRowKey(ref, name string) string    { return "o:" + Hash(ref) + ":" + name }
 
 // limitConfig is a named limit in a stored key's Limits JSON text, and
 // limitCount its counter in LimitCounts: a claim writes only the counters,

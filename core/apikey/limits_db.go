@@ -55,15 +55,20 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			m.keys.drop(hash)
 			return denied(CodeInvalid, 0, nil), nil
 		}
-		rows, err := m.dbLimitRows(ctx, s.ID, spend)
+		rows, err := m.dbLimitRows(ctx, s, spend)
 		if err != nil {
 			return Result{}, err
 		}
-		lims := make([]limitCheck, len(spend))
+		// The key's limits, then its owner's: the order of their row keys,
+		// in which the transaction locks them.
+		lims := make([]limitCheck, 2*len(spend))
 		for i, sp := range spend {
-			lims[i].LimitSpend = sp
-			if r, ok := rows[sp.Name]; ok {
-				lims[i].present, lims[i].max, lims[i].window, lims[i].count, lims[i].start = true, r.Int("max"), r.Int("window"), r.Int("count"), r.Int("windowStart")
+			for j, owner := range []bool{false, true} {
+				l := &lims[j*len(spend)+i]
+				l.LimitSpend, l.owner = sp, owner
+				if r, ok := rows[l.rowKey(s)]; ok {
+					l.present, l.max, l.window, l.count, l.start = true, r.Int("max"), r.Int("window"), r.Int("count"), r.Int("windowStart")
+				}
 			}
 		}
 		p := decide(s, now.UnixMilli(), cost, req, lims)
@@ -87,14 +92,14 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 				if !l.present || l.Cost == 0 {
 					continue
 				}
-				row, ok, err := tx.IncrementOne(ctx, limitRequest(s.ID, l, p.limitReset&(1<<i) != 0, now))
+				row, ok, err := tx.IncrementOne(ctx, limitRequest(l.rowKey(s), l, p.limitReset&(1<<i) != 0, now))
 				if err != nil {
 					return err
 				}
 				if !ok {
 					return errLimitRaced
 				}
-				rows[l.Name] = row
+				rows[l.rowKey(s)] = row
 			}
 			return nil
 		})
@@ -122,11 +127,11 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 // window (only when the one read has ended, so of concurrent openers only
 // the first matches) or adds to the open one while it has room, and only
 // while the limit's max and window are those decided on.
-func limitRequest(id int64, l limitCheck, open bool, now time.Time) core.IncrementRequest {
+func limitRequest(rowKey string, l limitCheck, open bool, now time.Time) core.IncrementRequest {
 	ms := now.UnixMilli()
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKeyLimit,
-		Where: []core.Where{core.Eq("key", limitRowKey(id, l.Name)), core.Eq("max", l.max), core.Eq("window", l.window)},
+		Where: []core.Where{core.Eq("key", rowKey), core.Eq("max", l.max), core.Eq("window", l.window)},
 	}
 	if open {
 		req.Where = append(req.Where, core.Lte("windowStart", ms-l.window))
@@ -138,11 +143,20 @@ func limitRequest(id int64, l limitCheck, open bool, now time.Time) core.Increme
 	return req
 }
 
-// dbLimitRows reads the named limits of key id that spend names, by name.
-func (m *Manager) dbLimitRows(ctx context.Context, id int64, spend []LimitSpend) (map[string]core.Row, error) {
-	keys := make([]any, len(spend))
-	for i, sp := range spend {
-		keys[i] = limitRowKey(id, sp.Name)
+// rowKey is the key of l's row for the key s.
+func (l *limitCheck) rowKey(s *StoredKey) string {
+	if l.owner {
+		return ownerRowKey(s.ReferenceID, l.Name)
+	}
+	return limitRowKey(s.ID, l.Name)
+}
+
+// dbLimitRows reads the named limits that spend names, of the key s and
+// of its owner, by row key.
+func (m *Manager) dbLimitRows(ctx context.Context, s *StoredKey, spend []LimitSpend) (map[string]core.Row, error) {
+	keys := make([]any, 0, 2*len(spend))
+	for _, sp := range spend {
+		keys = append(keys, limitRowKey(s.ID, sp.Name), ownerRowKey(s.ReferenceID, sp.Name))
 	}
 	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("key", keys...)}, nil)
 	if err != nil {
@@ -150,16 +164,20 @@ func (m *Manager) dbLimitRows(ctx context.Context, id int64, spend []LimitSpend)
 	}
 	out := make(map[string]core.Row, len(rows))
 	for _, r := range rows {
-		out[r.Text("name")] = r
+		out[r.Text("key")] = r
 	}
 	return out, nil
 }
 
-// setLimits gives s the limits that lims found, as rows holds them.
+// setLimits gives s the limits of its own that lims found, as rows holds
+// them.
 func setLimits(s *StoredKey, lims []limitCheck, rows map[string]core.Row) {
 	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
 	for _, l := range lims {
-		if r, ok := rows[l.Name]; ok {
+		if l.owner {
+			continue
+		}
+		if r, ok := rows[l.rowKey(s)]; ok {
 			cfg[l.Name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
 			counts[l.Name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
 		}
@@ -199,12 +217,19 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 }
 
 // dbSetLimits makes the named limits of key id, inside tx, exactly those
-// of the Limits text cfg: it deletes the others, changes the max and
-// window of those that stay (keeping their counters) and creates the new
-// ones.
+// of the Limits text cfg.
 func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
-	want := decodeMap[limitConfig](cfg)
-	rows, err := tx.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("keyId", id)}, nil)
+	return dbReplaceLimits(ctx, tx, core.Eq("keyId", id), func(name string) map[string]any {
+		return map[string]any{"key": limitRowKey(id, name), "keyId": id}
+	}, decodeMap[limitConfig](cfg))
+}
+
+// dbReplaceLimits makes the named limits that owned matches, inside tx,
+// exactly want: it deletes the others, changes the max and window of those
+// that stay (keeping their counters) and creates the new ones, with the
+// fields newRow gives besides name, max and window.
+func dbReplaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow func(name string) map[string]any, want map[string]limitConfig) error {
+	rows, err := tx.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{owned}, nil)
 	if err != nil {
 		return err
 	}
@@ -234,9 +259,9 @@ func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error 
 	sort.Strings(names)
 	for _, name := range names {
 		l := want[name]
-		if _, err := tx.Create(ctx, core.ModelAPIKeyLimit, map[string]any{
-			"key": limitRowKey(id, name), "keyId": id, "name": name, "max": l.Max, "window": l.Window,
-		}); err != nil {
+		row := newRow(name)
+		row["name"], row["max"], row["window"] = name, l.Max, l.Window
+		if _, err := tx.Create(ctx, core.ModelAPIKeyLimit, row); err != nil {
 			return err
 		}
 	}

@@ -20,12 +20,13 @@ const (
 	Deleted                         // a Delete that removed a key
 	ExpiredDeleted                  // a DeleteExpired; Count says how many keys
 	Rerolled                        // a Reroll that gave a key a new plaintext
+	OwnerLimitsSet                  // a SetOwnerLimits; Owner says whose
 )
 
-var eventKinds = [...]string{"verified", "created", "updated", "deleted", "expired_deleted", "rerolled"}
+var eventKinds = [...]string{"verified", "created", "updated", "deleted", "expired_deleted", "rerolled", "owner_limits_set"}
 
 // String is the kind in lower case: "verified", "created", "updated",
-// "deleted", "expired_deleted" or "rerolled".
+// "deleted", "expired_deleted", "rerolled" or "owner_limits_set".
 func (k EventKind) String() string {
 	if int(k) < len(eventKinds) {
 		return eventKinds[k]
@@ -44,7 +45,9 @@ type Event struct {
 	// update or a reroll; nil for a deletion and for an unknown key.
 	Key *Key
 	// Count is how many keys an ExpiredDeleted removed.
-	Count  int64
+	Count int64
+	// Owner is whose limits an OwnerLimitsSet set.
+	Owner  string
 	Result Result // a verification's result
 	// Err is the verification's error (a failure, never a denial). Changes
 	// that fail are not reported: the caller has their error.

@@ -69,7 +69,10 @@ type Result struct {
 	Key *Key
 	// Limit names the named limit (see [LimitCost]) that denied with
 	// CodeRateLimited; "" for the key's own rate limit and other codes.
-	Limit string
+	// OwnerLimit says it is the owner's, shared by all their keys (see
+	// [Manager.SetOwnerLimits]), rather than the key's.
+	Limit      string
+	OwnerLimit bool
 }
 
 func denied(code Code, tryAgainMs int64, k *Key) Result {

@@ -206,7 +206,7 @@ func (m *Manager) answerRead(ctx context.Context, s *StoredKey, hash string, p p
 		return allowed(k), nil
 	}
 	r := denied(p.code, p.tryAgainIn, k)
-	r.Limit = p.limit
+	r.Limit, r.OwnerLimit = p.limit, p.limitOwner
 	return r, nil
 }
 

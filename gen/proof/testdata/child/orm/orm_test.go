@@ -106,6 +106,7 @@ func TestMigrateMatchesDDL(t *testing.T) {
 						"CREATE INDEX " + q("rerolled_key_key_id_idx") + " ON " + q("rerolled_key") + " (" + q("key_id") + ")",
 						"CREATE INDEX " + q("rerolled_key_expires_at_idx") + " ON " + q("rerolled_key") + " (" + q("expires_at") + ")",
 						"CREATE INDEX " + q("apikey_limit_key_id_idx") + " ON " + q("apikey_limit") + " (" + q("key_id") + ")",
+						"CREATE INDEX " + q("apikey_limit_owner_idx") + " ON " + q("apikey_limit") + " (" + q("owner") + ")",
 					}
 				}
 				plan, err := gen.DiffDB(ctx, db, gen.Config{Dialect: m.dialect})
@@ -129,6 +130,7 @@ func TestMigrateMatchesDDL(t *testing.T) {
 					names["rerolled_key_key_id_idx"] = [2]string{"rerolled_key", "key_id"}
 					names["rerolled_key_expires_at_idx"] = [2]string{"rerolled_key", "expires_at"}
 					names["apikey_limit_key_id_idx"] = [2]string{"apikey_limit", "key_id"}
+					names["apikey_limit_owner_idx"] = [2]string{"apikey_limit", "owner"}
 				}
 				cat, err := gen.ReadCatalog(ctx, db, m.dialect, []string{"rate_limit", "apikey", "rerolled_key", "apikey_limit"})
 				if err != nil {
