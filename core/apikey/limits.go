@@ -107,7 +107,7 @@ func LimitCost(name string, cost int64) VerifyOption {
 // limit of that name).
 type limitCheck struct {
 	LimitSpend
-	owner   bool // the owner's limit, shared by their keys
+	owner                     bool // the owner's limit, shared by their keys
 	present                   bool
 	max, window, count, start int64 // start: epoch ms, 0 for none
 }
@@ -139,7 +139,7 @@ func decideLimits(lims []limitCheck, now int64) (p plan) {
 // "o" sorts after every digit, so a verification locks its key's limits
 // before its owner's.
 func limitRowKey(id int64, name string) string { return strconv.FormatInt(id, 10) + ":" + name }
-func ownerRowKey(ref, name string) string    { return "o:" + Hash(ref) + ":" + name }
+func ownerRowKey(ref, name string) string      { return "o:" + Hash(ref) + ":" + name }
 
 // limitConfig is a named limit in a stored key's Limits JSON text, and
 // limitCount its counter in LimitCounts: a claim writes only the counters,
