@@ -64,19 +64,25 @@ func TestConcurrencyCatchesNonAtomicAdapter(t *testing.T) {
 }
 
 // TestConcurrencyCatchesBrokenStore proves that every race case catches a
-// store that reads a free slot and then writes it, each time.
+// store that reads a free slot and then writes it: three times, in at most
+// ten runs. A run is one burst of goroutines, and under a loaded machine's
+// scheduling one in many may not overlap two of them on one slot (CI saw
+// Churn pass once in three).
 func TestConcurrencyCatchesBrokenStore(t *testing.T) {
 	for _, c := range concurrencyCases() {
 		if c.stores < 2 {
 			continue // the script is sequential: the broken store keeps it
 		}
 		t.Run(c.name, func(t *testing.T) {
-			for range 3 {
+			caught := 0
+			for run := 0; run < 10 && caught < 3; run++ {
 				s := newBrokenSlots()
-				err := c.run(t.Context(), []concurrency.Store{s, s, s, s})
-				require.Error(t, err, "the read-then-write store passed %s", c.name)
-				t.Logf("caught: %s", err)
+				if err := c.run(t.Context(), []concurrency.Store{s, s, s, s}); err != nil {
+					caught++
+					t.Logf("caught: %s", err)
+				}
 			}
+			require.Equal(t, 3, caught, "the read-then-write store passed %s too often", c.name)
 		})
 	}
 	t.Run("LeaseLifeCycle", func(t *testing.T) {
