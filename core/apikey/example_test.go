@@ -216,8 +216,9 @@ func ExampleManager_Reroll() {
 // the limit, and spends nothing.
 func ExampleLimitCost() {
 	ctx := context.Background()
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	db, _ := core.New(memory.New())
-	keys, _ := apikey.New(db)
+	keys, _ := apikey.New(db, apikey.WithClock(func() time.Time { return now }))
 	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", RateLimit: &apikey.RateLimit{},
 		Limits: map[string]apikey.NamedLimit{"tokens": {Max: 1000, Window: time.Hour}}})
 	for _, tokens := range []int64{600, 600, 400} {
