@@ -12,10 +12,15 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-// inBothModes runs test on a manager over the database and on one over a
+// inBothModes runs test on a manager over the database (with a native
+// IncrementOne, and on core's transaction fallback) and on one over a
 // storage alone.
 func inBothModes(t *testing.T, test func(t *testing.T, e *env)) {
 	t.Run("database", func(t *testing.T) { test(t, newEnv(t)) })
+	t.Run("fallback", func(t *testing.T) {
+		mem := memory.New()
+		test(t, newEnvOn(t, mem, mem.WithoutIncrementOne()))
+	})
 	t.Run("storage", func(t *testing.T) {
 		m, _, c := newStoreEnv(t)
 		test(t, &env{m: m, clock: c})
