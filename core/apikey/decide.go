@@ -1,7 +1,5 @@
 package apikey
 
-import "encoding/json"
-
 // ClaimRequest asks a [Claimer] to verify and consume one key. Every number
 // is a plain count or epoch milliseconds, so that a storage can evaluate it
 // in a server-side script.
@@ -103,15 +101,7 @@ func (k *StoredKey) opensWith(hash string, now int64) bool {
 }
 
 // rerolledUntil decodes k.Rerolled; malformed text holds nothing.
-func (k *StoredKey) rerolledUntil() map[string]int64 {
-	var m map[string]int64
-	if k.Rerolled != nil && *k.Rerolled != "" {
-		if json.Unmarshal([]byte(*k.Rerolled), &m) != nil {
-			return nil
-		}
-	}
-	return m
-}
+func (k *StoredKey) rerolledUntil() map[string]int64 { return decodeMap[int64](k.Rerolled) }
 
 // plan is the decision for one verification: a denial code, or the steps
 // that consuming takes.

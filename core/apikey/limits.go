@@ -158,11 +158,12 @@ type limitCount struct {
 // decodeMap decodes JSON text into a map; nil or malformed text holds
 // nothing.
 func decodeMap[V any](text *string) map[string]V {
+	if text == nil || *text == "" {
+		return nil // before m, whose address escapes: no allocation for no text
+	}
 	var m map[string]V
-	if text != nil && *text != "" {
-		if json.Unmarshal([]byte(*text), &m) != nil {
-			return nil
-		}
+	if json.Unmarshal([]byte(*text), &m) != nil {
+		return nil
 	}
 	return m
 }
