@@ -61,7 +61,7 @@ func apiKeyScenarios() []scenario {
 				name:             body.name + v.suffix,
 				contract:         body.contract,
 				needs:            v.needs,
-				run:              apiKeyRounder(body.run, v.dbs, cmp.Or(body.rounds, raceRounds)),
+				run:              apiKeyRounder(body.run, v.dbs, roundsOf(cmp.Or(body.rounds, raceRounds))),
 				catchesNonAtomic: v.native,
 			})
 		}

@@ -35,7 +35,7 @@ func contentionScenarios() []scenario {
 		contract: fmt.Sprintf("a deadlock, serialization failure or busy database that a single Create, Delete, DeleteMany or native IncrementOne runs into is retried by the adapter, not returned: "+
 			"guarded increments on %d hot keys, %d inserts, %d insert-then-delete resets and %d prunes of %d expired rows by a range on an indexed column, released at once on one table over %d pool(s), "+
 			"all succeed and leave exact counts", mixHotKeys, mixFresh, mixResets, mixPruners, mixExpired, racePools),
-		run: raceRounder(raceMixedWrites, func(f *Fixture) ([]*core.DB, error) { return f.DBs(racePools) }, raceRounds),
+		run: raceRounder(raceMixedWrites, func(f *Fixture) ([]*core.DB, error) { return f.DBs(racePools) }, roundsOf(raceRounds)),
 	}}
 }
 

@@ -94,6 +94,9 @@ func (h nonAtomicHarness) Close() {}
 // every scenario marked catchesNonAtomic must report an error against the
 // broken adapter, every time.
 func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the proof needs every round of each race; -short runs one")
+	}
 	groups := map[string][]scenario{
 		"Race":      raceScenarios(),
 		"RateLimit": rateLimitScenarios(),

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -23,6 +24,15 @@ const (
 	raceCallers        = 64
 	racePools          = 4
 )
+
+// roundsOf is n rounds, or one under go test -short: a quick pass over
+// every race, for runs that repeat a full one (CI's per-module runs).
+func roundsOf(n int) int {
+	if testing.Short() {
+		return 1
+	}
+	return n
+}
 
 // raceVariant is one way of reaching the database: which core.DBs the
 // callers share, round-robin.
@@ -42,14 +52,14 @@ func raceVariants() []raceVariant {
 			suffix: "",
 			dbs:    func(f *Fixture) ([]*core.DB, error) { return []*core.DB{f.DB}, nil },
 			native: true,
-			rounds: raceRounds,
+			rounds: roundsOf(raceRounds),
 		},
 		{
 			suffix: "SeveralPools",
 			needs:  needSeveralPools,
 			dbs:    func(f *Fixture) ([]*core.DB, error) { return f.DBs(racePools) },
 			native: true,
-			rounds: raceRounds,
+			rounds: roundsOf(raceRounds),
 		},
 		{
 			suffix: "Fallback",

@@ -102,9 +102,10 @@ func storageRaceCases() []storageCase {
 						t.Fatal(err)
 					}
 				}
-				for round := range raceRounds {
+				rounds := roundsOf(raceRounds)
+				for round := range rounds {
 					if err := r.run(f.ctx, f, clients, round); err != nil {
-						t.Errorf("round %d of %d: %v", round+1, raceRounds, err)
+						t.Errorf("round %d of %d: %v", round+1, rounds, err)
 						return
 					}
 				}

@@ -309,6 +309,9 @@ func runStorageRecorded(t *testing.T, newHarness StorageHarnessMaker, c storageC
 // races can fail: every race case, on one client and on several, must
 // record a failure against the non-atomic storage, every time.
 func TestStorageRacesCatchNonAtomicStorage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the proof needs every round of each race; -short runs one")
+	}
 	races := 0
 	for _, c := range storageCases() {
 		if !c.race {
