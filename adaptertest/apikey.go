@@ -34,6 +34,8 @@ type apiKeyBody struct {
 	// counter, so on the fallback its race shows nothing that LastUnit's
 	// does not; core/apikey's tests cover both on the fallback.
 	nativeOnly bool
+	// optionalTables: the race needs the rerolledKey and apikeyLimit tables.
+	optionalTables bool
 }
 
 // apiKeyScenarios are the API-key verifier's concurrent cases: every race
@@ -42,16 +44,16 @@ type apiKeyBody struct {
 func apiKeyScenarios() []scenario {
 	var out []scenario
 	for _, body := range []apiKeyBody{
-		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0, false},
-		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0, false},
-		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0, false},
-		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0, false},
+		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0, false, false},
+		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0, false, false},
+		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0, false, false},
+		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0, false, false},
 		// One round each: a transaction per caller (NamedLimits) and four
 		// phases of 50 callers (Rerolled) are slow, and one round of each
 		// already shows a broken implementation.
-		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1, true},
-		{"OwnerLimits", "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other", apiKeyOwnerLimits, 1, true},
-		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1, true},
+		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1, true, true},
+		{"OwnerLimits", "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other", apiKeyOwnerLimits, 1, true, true},
+		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1, true, true},
 	} {
 		for _, v := range raceVariants() {
 			if body.nativeOnly && !v.native {
@@ -63,6 +65,7 @@ func apiKeyScenarios() []scenario {
 				needs:            v.needs,
 				run:              apiKeyRounder(body.run, v.dbs, roundsOf(cmp.Or(body.rounds, raceRounds))),
 				catchesNonAtomic: v.native,
+				optionalTables:   body.optionalTables,
 			})
 		}
 	}

@@ -34,7 +34,7 @@ func RunConcurrency(t *testing.T, newHarness HarnessMaker) {
 // newHarness for each case.
 func DatabaseStores(newHarness HarnessMaker) ConcurrencyStoresMaker {
 	return func(t *testing.T, count int) []concurrency.Store {
-		f := NewFixture(t, newHarness)
+		f := newFixture(t, newHarness, false)
 		dbs, err := f.DBs(count)
 		if err != nil {
 			t.Fatal(err)

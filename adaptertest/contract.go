@@ -36,14 +36,14 @@ func runContract(t *testing.T, newHarness HarnessMaker) {
 	cases := contractCases()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			runCase(t, NewFixture(t, newHarness), c, false)
+			runCase(t, newFixture(t, newHarness, false), c, false)
 		})
 	}
 	t.Run("Fallback", func(t *testing.T) {
 		for _, c := range cases {
 			if c.increments {
 				t.Run(c.name, func(t *testing.T) {
-					runCase(t, NewFixture(t, newHarness), c, true)
+					runCase(t, newFixture(t, newHarness, false), c, true)
 				})
 			}
 		}

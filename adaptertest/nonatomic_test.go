@@ -110,7 +110,7 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			}
 			catchers++
 			t.Run(group+"/"+sc.name, func(t *testing.T) {
-				f := NewFixture(t, newNonAtomicHarness)
+				f := newFixture(t, newNonAtomicHarness, sc.optionalTables)
 				if sc.needs != nil {
 					why := sc.needs(f.caps)
 					require.Empty(t, why, "the scenario skips against the non-atomic adapter, so it proves nothing")

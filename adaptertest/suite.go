@@ -38,12 +38,16 @@ type scenario struct {
 	// catchesNonAtomic: the suite's own test asserts that this scenario
 	// fails against its deliberately non-atomic adapter.
 	catchesNonAtomic bool
+	// optionalTables: the scenario needs the optional models' tables
+	// (rerolledKey, apikeyLimit), which the others go without, saving
+	// their DDL in every fixture.
+	optionalTables bool
 }
 
 func runScenarios(t *testing.T, newHarness HarnessMaker, list []scenario) {
 	for _, sc := range list {
 		t.Run(sc.name, func(t *testing.T) {
-			f := NewFixture(t, newHarness)
+			f := newFixture(t, newHarness, sc.optionalTables)
 			if sc.needs != nil {
 				if why := sc.needs(f.caps); why != "" {
 					t.Skip(why)
@@ -75,6 +79,13 @@ var tableSeq atomic.Int64
 // the adapter in a core.DB. Everything is released when the test ends.
 func NewFixture(t *testing.T, newHarness HarnessMaker) *Fixture {
 	t.Helper()
+	return newFixture(t, newHarness, true)
+}
+
+// newFixture is NewFixture, with the optional models' tables only when
+// optional is set.
+func newFixture(t *testing.T, newHarness HarnessMaker, optional bool) *Fixture {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
 	h, err := newHarness(ctx, t)
@@ -83,6 +94,9 @@ func NewFixture(t *testing.T, newHarness HarnessMaker) *Fixture {
 	}
 	t.Cleanup(h.Close)
 	s := uniqueSchema(t.Name())
+	if !optional {
+		s = s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit)
+	}
 	a, err := h.MakeAdapter(ctx, s)
 	if err != nil {
 		t.Fatalf("making adapter: %v", err)

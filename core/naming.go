@@ -3,6 +3,7 @@ package core
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -257,6 +258,21 @@ func (s *Schema) Table(model string) (*Table, bool) {
 
 // Tables returns every table, built-in models first, in definition order.
 func (s *Schema) Tables() []*Table { return append([]*Table(nil), s.tables...) }
+
+// Without returns a copy of s without the named models, for a database
+// that holds only some of the tables (none of the optional ones, say): a DB
+// on it refuses those models as unknown, and the API-key manager treats
+// the features that need them as unavailable. A name s lacks is ignored.
+func (s *Schema) Without(models ...string) *Schema {
+	out := &Schema{byName: map[string]*Table{}}
+	for _, t := range s.tables {
+		if !slices.Contains(models, t.Model) {
+			out.tables = append(out.tables, t)
+			out.byName[t.Model] = t
+		}
+	}
+	return out
+}
 
 // Models returns the logical model names, sorted.
 func (s *Schema) Models() []string {

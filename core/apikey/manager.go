@@ -288,6 +288,11 @@ func (m *Manager) checkSchema(ctx context.Context, again bool) error {
 	// only without a grace period, and verification never looks there.
 	// So is the apikeyLimit table: without it no key has named limits.
 	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &m.schema.noRerolls, core.ModelAPIKeyLimit: &m.schema.noLimits} {
+		if _, ok := m.db.Schema().Table(model); !ok {
+			err := fmt.Errorf("%w: the DB's schema has no %s model", core.ErrSchema, model)
+			why.Store(&err)
+			continue
+		}
 		switch err := m.db.CheckSchema(ctx, model); {
 		case err == nil:
 			why.Store(nil)
