@@ -250,3 +250,23 @@ func TestCreateDefaults(t *testing.T) {
 		t.Errorf("an explicit NULL or value must win over the default: %v", row)
 	}
 }
+
+// TestSchemaWithout leaves the named models out of a copy, and a DB on it
+// refuses them as unknown.
+func TestSchemaWithout(t *testing.T) {
+	s := core.MustSchema(core.Naming{})
+	w := s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit, "noSuchModel")
+	if got := w.Models(); len(got) != 2 || got[0] != core.ModelAPIKey || got[1] != core.ModelRateLimit {
+		t.Fatalf("Models() = %v, want apikey and rateLimit", got)
+	}
+	if len(s.Models()) != 4 {
+		t.Fatalf("the original lost models: %v", s.Models())
+	}
+	db, err := core.New(memory.New(), core.WithSchema(w))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Count(context.Background(), core.ModelAPIKeyLimit); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("Count on a model left out: err = %v, want ErrInvalid", err)
+	}
+}

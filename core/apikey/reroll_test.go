@@ -297,3 +297,37 @@ func TestRerollUnderConcurrentVerification(t *testing.T) {
 		}
 	})
 }
+
+// TestRerollWithoutTheModel: a DB whose schema leaves the optional models
+// out verifies as before and reports the features as unavailable.
+func TestRerollWithoutTheModel(t *testing.T) {
+	mem := memory.New()
+	db, err := core.New(mem, core.WithSchema(core.MustSchema(core.Naming{}).Without(core.ModelRerolledKey, core.ModelAPIKeyLimit)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	old, k, err := m.Create(ctx, CreateParams{ReferenceID: "u", RateLimit: noRateLimit()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := m.Verify(ctx, "unknown", LimitCost("tokens", 1)); err != nil || r.Code != CodeInvalid {
+		t.Fatalf("Verify(unknown) = %+v, %v; want INVALID_API_KEY", r, err)
+	}
+	if _, _, err := m.Reroll(ctx, k.ID, time.Hour); !errors.Is(err, core.ErrSchema) {
+		t.Fatalf("Reroll with a grace: err = %v, want ErrSchema", err)
+	}
+	if _, _, err := m.Create(ctx, CreateParams{ReferenceID: "u", Limits: map[string]NamedLimit{"x": {Max: 1, Window: time.Second}}}); !errors.Is(err, core.ErrSchema) {
+		t.Fatalf("Create with limits: err = %v, want ErrSchema", err)
+	}
+	if got, err := m.Get(ctx, k.ID); err != nil || got.ID != k.ID {
+		t.Fatalf("Get = %v, %v", got, err)
+	}
+	if r, err := m.Verify(ctx, old); err != nil || !r.Valid {
+		t.Fatalf("Verify = %+v, %v; want valid", r, err)
+	}
+}
