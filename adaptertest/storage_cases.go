@@ -608,7 +608,6 @@ func storageClaimMissing(t testing.TB, f *storageFixture) {
 }
 
 func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
 	quota := claimKey(1, ptr64(2))
 	limited := claimKey(2, ptr64(10))
 	limited.RateLimitEnabled, limited.RateLimitTimeWindow, limited.RateLimitMax = true, ptr64(1000), ptr64(2)
@@ -632,18 +631,7 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 		storeRecord(t, f, key, rec, 0)
 		want := rec
 		for i, req := range steps {
-			got, err := cl.Claim(f.ctx, key, req)
-			if err != nil {
-				t.Fatalf("key %d step %d: Claim %+v: %v", rec.ID, i, req, err)
-			}
-			ref := apikey.ApplyClaim(&want, req)
-			codes[ref.Code]++
-			if !reflect.DeepEqual(got, ref) {
-				t.Fatalf("key %d step %d: Claim %+v answered\n%s\nwant, as apikey.ApplyClaim,\n%s", rec.ID, i, req, show(got), show(ref))
-			}
-			if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
-				t.Fatalf("key %d step %d: after Claim %+v the stored key is\n%s\nwant\n%s", rec.ID, i, req, show(stored), show(want))
-			}
+			codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("key %d step %d", rec.ID, i)).Code]++
 		}
 	}
 	// The steps must reach every outcome, or the comparison proves little.
@@ -655,7 +643,6 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 }
 
 func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
 	texts := []*string{
 		ptrString(`{"files":["read","write"],"admin":["view"]}`),
 		nil,
@@ -689,18 +676,7 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 		want := rec
 		for j, req := range reqs {
 			req.Now, req.Cost = claimBase+int64(j), 1
-			got, err := cl.Claim(f.ctx, key, req)
-			if err != nil {
-				t.Fatalf("permissions %s, request %d: Claim: %v", show(text), j, err)
-			}
-			ref := apikey.ApplyClaim(&want, req)
-			codes[ref.Code]++
-			if !reflect.DeepEqual(got, ref) {
-				t.Fatalf("permissions %s, request %d %+v: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(text), j, req, show(got), show(ref))
-			}
-			if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
-				t.Fatalf("permissions %s, request %d: the stored key is\n%s\nwant\n%s", show(text), j, show(stored), show(want))
-			}
+			codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("permissions %s, request %d", show(text), j)).Code]++
 		}
 	}
 	if codes[""] == 0 || codes[apikey.CodeForbidden] == 0 {
@@ -710,8 +686,27 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 
 func ptrString(s string) *string { return &s }
 
+// claimAsApplyClaim claims req on the key stored at key and checks that
+// the storage answers, and leaves the key, as apikey.ApplyClaim does on
+// want, which it updates; what names the step in a failure. It returns
+// the reference answer.
+func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want *apikey.StoredKey, req apikey.ClaimRequest, what string) apikey.ClaimResult {
+	t.Helper()
+	got, err := f.s.(apikey.Claimer).Claim(f.ctx, key, req)
+	if err != nil {
+		t.Fatalf("%s: Claim %+v: %v", what, req, err)
+	}
+	ref := apikey.ApplyClaim(want, req)
+	if !reflect.DeepEqual(got, ref) {
+		t.Fatalf("%s: Claim %+v answered\n%s\nwant, as apikey.ApplyClaim,\n%s", what, req, show(got), show(ref))
+	}
+	if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, *want) {
+		t.Fatalf("%s: after Claim %+v the stored key is\n%s\nwant\n%s", what, req, show(stored), show(*want))
+	}
+	return ref
+}
+
 func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
 	limits := []*string{
 		ptrString(`{"requests":{"max":3,"window":1000},"tokens":{"max":10,"window":5000}}`),
 		nil,
@@ -747,18 +742,7 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 			for j, sp := range spends {
 				for _, cost := range []int64{1, 0} {
 					req := apikey.ClaimRequest{Now: claimBase + int64(400*j), Cost: cost, Limits: sp}
-					got, err := cl.Claim(f.ctx, key, req)
-					if err != nil {
-						t.Fatalf("limits %s, counts %s, spend %v: Claim: %v", show(lim), show(cnt), sp, err)
-					}
-					ref := apikey.ApplyClaim(&want, req)
-					codes[ref.Code]++
-					if !reflect.DeepEqual(got, ref) {
-						t.Fatalf("limits %s, counts %s, spend %v cost %d at %d: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(lim), show(cnt), sp, cost, req.Now, show(got), show(ref))
-					}
-					if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
-						t.Fatalf("limits %s, counts %s, spend %v: the stored key is\n%s\nwant\n%s", show(lim), show(cnt), sp, show(stored), show(want))
-					}
+					codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("limits %s, counts %s", show(lim), show(cnt))).Code]++
 				}
 			}
 		}
@@ -769,7 +753,6 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 }
 
 func storageClaimChecksHash(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
 	texts := []*string{
 		nil,
 		ptrString(fmt.Sprintf(`{"old":%d,"older":%d}`, claimBase+5, claimBase-1)),
@@ -789,18 +772,7 @@ func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 		want := rec
 		for j, hash := range []string{"", rec.Key, "old", "older", "other", "old", "old"} {
 			req := apikey.ClaimRequest{Now: claimBase + int64(2*j), Cost: 1, Hash: hash}
-			got, err := cl.Claim(f.ctx, key, req)
-			if err != nil {
-				t.Fatalf("rerolled %s, hash %q: Claim: %v", show(text), hash, err)
-			}
-			ref := apikey.ApplyClaim(&want, req)
-			codes[ref.Found]++
-			if !reflect.DeepEqual(got, ref) {
-				t.Fatalf("rerolled %s, hash %q at %d: Claim answered\n%s\nwant, as apikey.ApplyClaim,\n%s", show(text), hash, req.Now, show(got), show(ref))
-			}
-			if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, want) {
-				t.Fatalf("rerolled %s, hash %q: the stored key is\n%s\nwant\n%s", show(text), hash, show(stored), show(want))
-			}
+			codes[claimAsApplyClaim(t, f, key, &want, req, "rerolled "+show(text)).Found]++
 		}
 	}
 	if codes[true] == 0 || codes[false] == 0 {

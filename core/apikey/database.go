@@ -90,16 +90,13 @@ func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*St
 			}
 			return err
 		}
-		text, _ := limits.(string)
+		text, _ := limits.(string) // nil, for none, reads as ""
 		return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 			row, ok, err := tx.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
 			if err != nil || !ok {
 				return err
 			}
 			after = fromRow(row)
-			if text == "" {
-				return dbSetLimits(ctx, tx, id, nil)
-			}
 			return dbSetLimits(ctx, tx, id, &text)
 		})
 	})

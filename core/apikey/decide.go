@@ -53,7 +53,8 @@ type ClaimResult struct {
 //     name → {"max","window"}, window in ms; none when nil or malformed),
 //     in order, with cost c and need = max(c, 1), its counter being
 //     k.LimitCounts's entry (JSON text of name → {"count","start"}, start
-//     in epoch ms; count and start 0 when absent, nil or malformed): start == 0 or start ≤ now − window: a new window;
+//     in epoch ms; count and start 0 when absent, nil or malformed):
+//     start == 0 or start ≤ now − window: a new window;
 //     need > max → CodeRateLimited (TryAgainIn window), else step "open".
 //     Otherwise count > max − need → CodeRateLimited with TryAgainIn =
 //     start + window − now; else step "add". A name k lacks is skipped.

@@ -107,7 +107,8 @@ func LimitCost(name string, cost int64) VerifyOption {
 // limit of that name).
 type limitCheck struct {
 	LimitSpend
-	owner                     bool // the owner's limit, shared by their keys
+	owner                     bool   // the owner's limit, shared by their keys
+	row                       string // in the database, the key of the limit's row
 	present                   bool
 	max, window, count, start int64 // start: epoch ms, 0 for none
 }
@@ -135,11 +136,11 @@ func decideLimits(lims []limitCheck, now int64) (p plan) {
 }
 
 // limitRowKey is the unique key of the row of a key's named limit, and
-// ownerRowKey that of an owner's: the owner's hash keeps it short, and
-// "o" sorts after every digit, so a verification locks its key's limits
-// before its owner's.
-func limitRowKey(id int64, name string) string { return strconv.FormatInt(id, 10) + ":" + name }
-func ownerRowKey(ref, name string) string      { return "o:" + Hash(ref) + ":" + name }
+// ownerRowKey, given the owner's Hash, that of an owner's: the hash keeps
+// it short, and "o" sorts after every digit, so a verification locks its
+// key's limits before its owner's.
+func limitRowKey(id int64, name string) string  { return strconv.FormatInt(id, 10) + ":" + name }
+func ownerRowKey(ownerHash, name string) string { return "o:" + ownerHash + ":" + name }
 
 // limitConfig is a named limit in a stored key's Limits JSON text, and
 // limitCount its counter in LimitCounts: a claim writes only the counters,

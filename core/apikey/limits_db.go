@@ -13,9 +13,9 @@ import (
 // The database keeps each named limit of a key in a row of the apikeyLimit
 // table, with its counter. A verification that names limits reads the key
 // and those rows, decides, and writes them in one transaction: the key's
-// guarded write first, then each limit's, in name order (so concurrent
-// verifications lock the rows in one order and wait rather than
-// deadlock). Each write is guarded as the key's is, so a row changed since
+// guarded write first, then each limit's, in row-key order (the key's
+// limits by name, then its owner's), so that concurrent verifications lock
+// the rows in one order and wait rather than deadlock. Each write is guarded as the key's is, so a row changed since
 // it was read makes the write miss; then the transaction rolls back,
 // spending nothing, and the verification reads again.
 
@@ -44,10 +44,7 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			return Result{}, err
 		}
 		now := m.now()
-		s, err := m.dbFind(ctx, core.Eq("key", hash))
-		if err == nil && s == nil {
-			s, err = m.dbRerolled(ctx, hash, now)
-		}
+		s, _, err := m.dbRead(ctx, hash, now)
 		if err != nil {
 			return Result{}, err
 		}
@@ -55,20 +52,15 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			m.keys.drop(hash)
 			return denied(CodeInvalid, 0, nil), nil
 		}
-		rows, err := m.dbLimitRows(ctx, s, spend)
+		lims := keyLimitChecks(s, spend)
+		rows, err := m.dbLimitRows(ctx, lims)
 		if err != nil {
 			return Result{}, err
 		}
-		// The key's limits, then its owner's: the order of their row keys,
-		// in which the transaction locks them.
-		lims := make([]limitCheck, 2*len(spend))
-		for i, sp := range spend {
-			for j, owner := range []bool{false, true} {
-				l := &lims[j*len(spend)+i]
-				l.LimitSpend, l.owner = sp, owner
-				if r, ok := rows[l.rowKey(s)]; ok {
-					l.present, l.max, l.window, l.count, l.start = true, r.Int("max"), r.Int("window"), r.Int("count"), r.Int("windowStart")
-				}
+		for i := range lims {
+			if r, ok := rows[lims[i].row]; ok {
+				c, n := rowLimit(r)
+				lims[i].present, lims[i].max, lims[i].window, lims[i].count, lims[i].start = true, c.Max, c.Window, n.Count, n.Start
 			}
 		}
 		p := decide(s, now.UnixMilli(), cost, req, lims)
@@ -92,14 +84,14 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 				if !l.present || l.Cost == 0 {
 					continue
 				}
-				row, ok, err := tx.IncrementOne(ctx, limitRequest(l.rowKey(s), l, p.limitReset&(1<<i) != 0, now))
+				row, ok, err := tx.IncrementOne(ctx, limitRequest(l, p.limitReset&(1<<i) != 0, now))
 				if err != nil {
 					return err
 				}
 				if !ok {
 					return errLimitRaced
 				}
-				rows[l.rowKey(s)] = row
+				rows[l.row] = row
 			}
 			return nil
 		})
@@ -127,11 +119,11 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 // window (only when the one read has ended, so of concurrent openers only
 // the first matches) or adds to the open one while it has room, and only
 // while the limit's max and window are those decided on.
-func limitRequest(rowKey string, l limitCheck, open bool, now time.Time) core.IncrementRequest {
+func limitRequest(l limitCheck, open bool, now time.Time) core.IncrementRequest {
 	ms := now.UnixMilli()
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKeyLimit,
-		Where: []core.Where{core.Eq("key", rowKey), core.Eq("max", l.max), core.Eq("window", l.window)},
+		Where: []core.Where{core.Eq("key", l.row), core.Eq("max", l.max), core.Eq("window", l.window)},
 	}
 	if open {
 		req.Where = append(req.Where, core.Lte("windowStart", ms-l.window))
@@ -143,20 +135,29 @@ func limitRequest(rowKey string, l limitCheck, open bool, now time.Time) core.In
 	return req
 }
 
-// rowKey is the key of l's row for the key s.
-func (l *limitCheck) rowKey(s *StoredKey) string {
-	if l.owner {
-		return ownerRowKey(s.ReferenceID, l.Name)
+// keyLimitChecks lists what spend spends of the key s and of its owner:
+// the key's limits, then its owner's, the order of their row keys, in
+// which the transaction locks them.
+func keyLimitChecks(s *StoredKey, spend []LimitSpend) []limitCheck {
+	lims := make([]limitCheck, 2*len(spend))
+	owner := Hash(s.ReferenceID)
+	for i, sp := range spend {
+		lims[i] = limitCheck{LimitSpend: sp, row: limitRowKey(s.ID, sp.Name)}
+		lims[len(spend)+i] = limitCheck{LimitSpend: sp, owner: true, row: ownerRowKey(owner, sp.Name)}
 	}
-	return limitRowKey(s.ID, l.Name)
+	return lims
 }
 
-// dbLimitRows reads the named limits that spend names, of the key s and
-// of its owner, by row key.
-func (m *Manager) dbLimitRows(ctx context.Context, s *StoredKey, spend []LimitSpend) (map[string]core.Row, error) {
-	keys := make([]any, 0, 2*len(spend))
-	for _, sp := range spend {
-		keys = append(keys, limitRowKey(s.ID, sp.Name), ownerRowKey(s.ReferenceID, sp.Name))
+// rowLimit is a named limit's row as stored-key limit and counter.
+func rowLimit(r core.Row) (limitConfig, limitCount) {
+	return limitConfig{Max: r.Int("max"), Window: r.Int("window")}, limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+}
+
+// dbLimitRows reads the rows of lims, by row key.
+func (m *Manager) dbLimitRows(ctx context.Context, lims []limitCheck) (map[string]core.Row, error) {
+	keys := make([]any, len(lims))
+	for i, l := range lims {
+		keys[i] = l.row
 	}
 	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("key", keys...)}, nil)
 	if err != nil {
@@ -177,9 +178,8 @@ func setLimits(s *StoredKey, lims []limitCheck, rows map[string]core.Row) {
 		if l.owner {
 			continue
 		}
-		if r, ok := rows[l.rowKey(s)]; ok {
-			cfg[l.Name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
-			counts[l.Name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+		if r, ok := rows[l.row]; ok {
+			cfg[l.Name], counts[l.Name] = rowLimit(r)
 		}
 	}
 	s.Limits, s.LimitCounts = encodeMap(cfg), encodeMap(counts)
@@ -207,8 +207,7 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 		if cfg[id] == nil {
 			cfg[id], counts[id] = map[string]limitConfig{}, map[string]limitCount{}
 		}
-		cfg[id][name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
-		counts[id][name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+		cfg[id][name], counts[id][name] = rowLimit(r)
 	}
 	for _, s := range keys {
 		s.Limits, s.LimitCounts = encodeMap(cfg[s.ID]), encodeMap(counts[s.ID])

@@ -41,7 +41,7 @@ func (m *Manager) SetOwnerLimits(ctx context.Context, referenceID string, limits
 	want := decodeMap[limitConfig](configText(limits))
 	err := m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 		return dbReplaceLimits(ctx, tx, core.Eq("owner", referenceID), func(name string) map[string]any {
-			return map[string]any{"key": ownerRowKey(referenceID, name), "keyId": int64(0), "owner": referenceID}
+			return map[string]any{"key": ownerRowKey(Hash(referenceID), name), "keyId": int64(0), "owner": referenceID}
 		}, want)
 	})
 	if err == nil {
@@ -71,8 +71,7 @@ func (m *Manager) OwnerLimits(ctx context.Context, referenceID string) (map[stri
 	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
 	for _, r := range rows {
 		name := r.Text("name")
-		cfg[name] = limitConfig{Max: r.Int("max"), Window: r.Int("window")}
-		counts[name] = limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+		cfg[name], counts[name] = rowLimit(r)
 	}
 	s := StoredKey{Limits: encodeMap(cfg), LimitCounts: encodeMap(counts)}
 	return s.usage(), nil

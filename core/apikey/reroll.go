@@ -134,6 +134,16 @@ func (m *Manager) dbReroll(ctx context.Context, id int64, mk newKey, now time.Ti
 	return nil, fmt.Errorf("apikey: Reroll: %w: the key was rerolled by others %d times meanwhile", core.ErrContention, m.o.maxAttempts)
 }
 
+// dbRead reads the key that hash opens at now: the key with that hash, or
+// the one an old hash of it still opens (rerolled true); nil for none.
+func (m *Manager) dbRead(ctx context.Context, hash string, now time.Time) (s *StoredKey, rerolled bool, err error) {
+	if s, err = m.dbFind(ctx, core.Eq("key", hash)); err != nil || s != nil {
+		return s, false, err
+	}
+	s, err = m.dbRerolled(ctx, hash, now)
+	return s, s != nil, err
+}
+
 // dbRerolled finds the key that an old hash still opens at now, or nil.
 func (m *Manager) dbRerolled(ctx context.Context, hash string, now time.Time) (*StoredKey, error) {
 	if m.schema.noRerolls.Load() != nil {
@@ -169,11 +179,7 @@ func (st *storeOnly) reroll(ctx context.Context, id int64, mk newKey, now time.T
 	if !st.rerolls {
 		return nil, fmt.Errorf("apikey: Reroll: %w: storage %T does not implement apikey.Rerollable", core.ErrUnsupported, st.c)
 	}
-	loc, ok, err := st.hashOf(ctx, id)
-	if err != nil || !ok {
-		return nil, err
-	}
-	s, err := st.byHash(ctx, loc)
+	loc, s, err := st.located(ctx, id)
 	if err != nil || s == nil {
 		return nil, err
 	}

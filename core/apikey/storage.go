@@ -183,11 +183,19 @@ func (st *storeOnly) hashOf(ctx context.Context, id int64) (string, bool, error)
 }
 
 func (st *storeOnly) byID(ctx context.Context, id int64) (*StoredKey, error) {
-	hash, ok, err := st.hashOf(ctx, id)
+	_, s, err := st.located(ctx, id)
+	return s, err
+}
+
+// located returns key id and its location (the hash it is stored under);
+// nil when no key has that id.
+func (st *storeOnly) located(ctx context.Context, id int64) (string, *StoredKey, error) {
+	loc, ok, err := st.hashOf(ctx, id)
 	if err != nil || !ok {
-		return nil, err
+		return "", nil, err
 	}
-	return st.byHash(ctx, hash)
+	s, err := st.byHash(ctx, loc)
+	return loc, s, err
 }
 
 func (st *storeOnly) members(ctx context.Context, set, what string) ([]*StoredKey, error) {
@@ -234,11 +242,7 @@ func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*S
 }
 
 func (st *storeOnly) delete(ctx context.Context, id int64) (bool, error) {
-	loc, ok, err := st.hashOf(ctx, id)
-	if err != nil || !ok {
-		return false, err
-	}
-	s, err := st.byHash(ctx, loc)
+	loc, s, err := st.located(ctx, id)
 	if err != nil || s == nil {
 		return false, err
 	}

@@ -136,14 +136,8 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 		rerolled := false // s was found through an old hash, whose generation gen is not
 		if s == nil {
 			var err error
-			if s, err = m.dbFind(ctx, core.Eq("key", hash)); err != nil {
+			if s, rerolled, err = m.dbRead(ctx, hash, now); err != nil {
 				return Result{}, err
-			}
-			if s == nil {
-				if s, err = m.dbRerolled(ctx, hash, now); err != nil {
-					return Result{}, err
-				}
-				rerolled = s != nil
 			}
 			if s == nil {
 				m.keys.drop(hash)
