@@ -16,6 +16,14 @@ type ClaimRequest struct {
 	// requires: every one of RequireAll, and one of RequireAny when it is
 	// not empty (see rule 3).
 	RequireAll, RequireAny []Permission
+	// Owner is the storage key of the record of the key's owner's named
+	// limits (a StoredKey holding only Limits and LimitCounts), "" for
+	// none. A Claimer that implements [OwnerSharing] reads it in the same
+	// atomic step as the key, a missing record holding no limits, and
+	// writes its LimitCounts back when the claim changes them (rule 5b).
+	// Storage-only managers give it the {hash tag} of the key's storage
+	// key, so that a Redis Cluster keeps both on one node.
+	Owner string
 }
 
 // ClaimResult is what a [Claimer] answers.
@@ -24,12 +32,15 @@ type ClaimResult struct {
 	Code       Code      // "" when the claim was allowed, else the denial
 	TryAgainIn int64     // milliseconds, for CodeRateLimited and for CodeUsageExceeded with a refill
 	Limit      string    // the named limit that denied with CodeRateLimited, else ""
+	OwnerLimit bool      // that limit is the owner's, not the key's own
 	Key        StoredKey // the key after the claim (unchanged when denied)
 }
 
-// ApplyClaim is the reference semantics of a claim, applied to k in place:
-// a [Claimer] must answer exactly as ApplyClaim does on the stored key, as
-// one atomic step. k == nil means no key is stored. With now = req.Now,
+// ApplyClaim is the reference semantics of a claim, applied to k, and to
+// the record of its owner's limits when owner is not nil, in place: a
+// [Claimer] must answer exactly as ApplyClaim does on the stored key (and
+// an [OwnerSharing] one on the owner's record at req.Owner, nil when there
+// is none), as one atomic step. k == nil means no key is stored. With now = req.Now,
 // cost = req.Cost and need = max(cost, 1), the rules, in order:
 //
 //  0. req.Hash is neither "" nor k.Key, and k.Rerolled (JSON text of
@@ -58,6 +69,9 @@ type ClaimResult struct {
 //     need > max → CodeRateLimited (TryAgainIn window), else step "open".
 //     Otherwise count > max − need → CodeRateLimited with TryAgainIn =
 //     start + window − now; else step "add". A name k lacks is skipped.
+//     Then, when owner != nil, the same for each of req.Limits that
+//     owner.Limits holds, on owner.LimitCounts; a denial there sets
+//     OwnerLimit. (The key's limits first, as the database locks them.)
 //  6. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
 //     now − refillInterval, or, lastRefillAt being nil, when createdAt ≤ now −
 //     refillInterval. Due: refillAmount < need → CodeUsageExceeded, else step
@@ -68,23 +82,35 @@ type ClaimResult struct {
 //     refill sets remaining = refillAmount − cost and lastRefillAt = now;
 //     decrement subtracts cost from remaining; open sets a named limit's
 //     count = c and start = now in LimitCounts, add adds c to its count
-//     (neither when c is 0); and updatedAt = now. A denial changes nothing.
-func ApplyClaim(k *StoredKey, req ClaimRequest) ClaimResult {
+//     (neither when c is 0), in k's LimitCounts or the owner's; and
+//     k.updatedAt = now (the owner's record changes only its counters).
+//     A denial changes nothing.
+func ApplyClaim(k, owner *StoredKey, req ClaimRequest) ClaimResult {
 	if k == nil || !k.opensWith(req.Hash, req.Now) {
 		return ClaimResult{}
 	}
-	var counts map[string]limitCount
+	var counts, ownerCounts map[string]limitCount
 	var lims []limitCheck
-	if len(req.Limits) > 0 {
+	n := len(req.Limits)
+	if n > 0 {
 		counts = decodeMap[limitCount](k.LimitCounts)
-		lims = limitChecks(decodeMap[limitConfig](k.Limits), counts, req.Limits)
+		lims = limitChecks(decodeMap[limitConfig](k.Limits), counts, req.Limits, false)
+		if owner != nil {
+			ownerCounts = decodeMap[limitCount](owner.LimitCounts)
+			lims = append(lims, limitChecks(decodeMap[limitConfig](owner.Limits), ownerCounts, req.Limits, true)...)
+		}
 	}
 	p := decide(k, req.Now, req.Cost, &required{all: req.RequireAll, any: req.RequireAny}, lims)
-	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn, Limit: p.limit}
+	res := ClaimResult{Found: true, Code: p.code, TryAgainIn: p.tryAgainIn, Limit: p.limit, OwnerLimit: p.limitOwner}
 	if p.code == "" && req.Cost > 0 {
 		p.apply(k, req.Now, req.Cost)
-		if counts, changed := applyLimits(counts, lims, p, req.Now); changed {
+		if counts, changed := applyLimits(counts, lims[:n], p.limitReset, req.Now); changed {
 			k.LimitCounts = encodeMap(counts)
+		}
+		if owner != nil {
+			if counts, changed := applyLimits(ownerCounts, lims[n:], p.limitReset>>n, req.Now); changed {
+				owner.LimitCounts = encodeMap(counts)
+			}
 		}
 	}
 	res.Key = *k

@@ -30,6 +30,10 @@ type keyStore interface {
 	// reroll gives key id the hash that mk makes from its prefix, the old
 	// one opening it for grace more; nil for an unknown id.
 	reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error)
+	// setOwnerLimits makes cfg (Limits text, nil for none) an owner's
+	// limits, and ownerLimits reads them with their counters.
+	setOwnerLimits(ctx context.Context, ref string, cfg *string) error
+	ownerLimits(ctx context.Context, ref string) (map[string]LimitUsage, error)
 	// name is Event.Storage.
 	name() string
 }

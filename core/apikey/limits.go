@@ -179,10 +179,10 @@ func encodeMap[V any](m map[string]V) *string {
 }
 
 // limitChecks pairs what a verification spends with the limits stored.
-func limitChecks(cfg map[string]limitConfig, counts map[string]limitCount, spend []LimitSpend) []limitCheck {
+func limitChecks(cfg map[string]limitConfig, counts map[string]limitCount, spend []LimitSpend, owner bool) []limitCheck {
 	out := make([]limitCheck, len(spend))
 	for i, sp := range spend {
-		out[i].LimitSpend = sp
+		out[i].LimitSpend, out[i].owner = sp, owner
 		if l, ok := cfg[sp.Name]; ok {
 			c := counts[sp.Name]
 			out[i].present, out[i].max, out[i].window, out[i].count, out[i].start = true, l.Max, l.Window, c.Count, c.Start
@@ -191,11 +191,12 @@ func limitChecks(cfg map[string]limitConfig, counts map[string]limitCount, spend
 	return out
 }
 
-// applyLimits performs p's steps on the stored counters, as the
+// applyLimits performs the steps decided on lims on the stored counters
+// (bit i of reset: lims[i] opens a new window), as the
 // database's guarded writes do on their rows: a window opened counts cost
 // from now, an open one adds cost; a cost of 0 changes nothing. It
 // reports whether a counter changed.
-func applyLimits(counts map[string]limitCount, lims []limitCheck, p plan, now int64) (map[string]limitCount, bool) {
+func applyLimits(counts map[string]limitCount, lims []limitCheck, reset uint32, now int64) (map[string]limitCount, bool) {
 	changed := false
 	for i, l := range lims {
 		if !l.present || l.Cost == 0 {
@@ -205,7 +206,7 @@ func applyLimits(counts map[string]limitCount, lims []limitCheck, p plan, now in
 			counts = map[string]limitCount{}
 		}
 		c := counts[l.Name]
-		if p.limitReset&(1<<i) != 0 {
+		if reset&(1<<i) != 0 {
 			c.Count, c.Start = l.Cost, now
 		} else {
 			c.Count += l.Cost
@@ -243,4 +244,22 @@ func configText(limits map[string]NamedLimit) *string {
 		cfg[name] = limitConfig{Max: l.Max, Window: l.Window.Milliseconds()}
 	}
 	return encodeMap(cfg)
+}
+
+// named keeps of limits those that spend names, as a verification's
+// Key.Limits holds them.
+func named(limits map[string]LimitUsage, spend []LimitSpend) map[string]LimitUsage {
+	if len(limits) == 0 {
+		return nil
+	}
+	var out map[string]LimitUsage
+	for _, sp := range spend {
+		if u, ok := limits[sp.Name]; ok {
+			if out == nil {
+				out = make(map[string]LimitUsage, len(spend))
+			}
+			out[sp.Name] = u
+		}
+	}
+	return out
 }

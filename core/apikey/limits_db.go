@@ -102,6 +102,9 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			return Result{}, afterWrite(ctx, "verify", err)
 		}
 		m.keys.put(after)
+		// The cached copy, if any, is now behind: a check of cost 0,
+		// answered from the cache alone, would see the key as it was.
+		m.uncache(ctx, after.Key)
 		setLimits(after, lims, rows)
 		k, err := after.toKey()
 		if err != nil {

@@ -178,9 +178,36 @@ func TestNamedLimitsWithoutTheTable(t *testing.T) {
 
 // TestOwnerLimits: the keys of one owner share the owner's named limits,
 // spent together with each key's own budget: a denial on either side
-// spends nothing on the other.
+// spends nothing on the other; in database and storage-only mode alike.
 func TestOwnerLimits(t *testing.T) {
-	e := newEnv(t)
+	sm, _, sc := newStoreEnv(t)
+	for name, e := range map[string]*env{"database": newEnv(t), "storage-only": {m: sm, clock: sc}} {
+		t.Run(name, func(t *testing.T) { testOwnerLimits(t, e) })
+	}
+	ctx := context.Background()
+	s := NewMemoryStore(nil)
+	m, err := NewStorageOnly(claimerOnly{s, s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetOwnerLimits(ctx, "team-1", nil); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "OwnerSharing") {
+		t.Fatalf("SetOwnerLimits on a storage without OwnerSharing: err = %v, want ErrUnsupported naming it", err)
+	}
+	if _, err := NewStorageOnly(s, WithStoragePrefix("app{")); !errors.Is(err, core.ErrInvalid) {
+		t.Fatalf("a prefix with an open hash tag: err = %v, want ErrInvalid", err)
+	}
+	if _, err := NewStorageOnly(s, WithStoragePrefix("{app}:")); err != nil {
+		t.Fatalf("a prefix with a whole hash tag: %v", err)
+	}
+}
+
+// claimerOnly is a storage that claims but declares no optional capability.
+type claimerOnly struct {
+	core.SecondaryStorage
+	Claimer
+}
+
+func testOwnerLimits(t *testing.T, e *env) {
 	ctx := context.Background()
 	if err := e.m.SetOwnerLimits(ctx, "team-1", map[string]NamedLimit{"tokens": {Max: 100, Window: time.Hour}}); err != nil {
 		t.Fatal(err)
@@ -222,11 +249,18 @@ func TestOwnerLimits(t *testing.T) {
 	if got, _ := e.m.OwnerLimits(ctx, "team-1"); got["tokens"].Count != 100 || got["tokens"].Max != 130 {
 		t.Fatalf("after raising the max: %+v", got["tokens"])
 	}
+	// The window ends: the owner's counter opens a new one.
+	e.clock.Advance(time.Hour)
+	wantCode(t, e.verify(t, b, tokens(130)), CodeRateLimited) // b's own 30
+	wantCode(t, e.verify(t, other, tokens(1)), "")
+	if err := e.m.SetOwnerLimits(ctx, "team-1", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := e.m.OwnerLimits(ctx, "team-1"); err != nil || len(got) != 0 {
+		t.Fatalf("after removing the owner's limits: %+v, %v", got, err)
+	}
+	wantCode(t, e.verify(t, b, tokens(30)), "")
 	if err := e.m.SetOwnerLimits(ctx, "", nil); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("SetOwnerLimits without an owner: err = %v, want ErrInvalid", err)
-	}
-	m, _, _ := newStoreEnv(t)
-	if err := m.SetOwnerLimits(ctx, "team-1", nil); !errors.Is(err, core.ErrUnsupported) {
-		t.Fatalf("SetOwnerLimits in storage-only mode: err = %v, want ErrUnsupported", err)
 	}
 }

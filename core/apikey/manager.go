@@ -207,7 +207,15 @@ func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
 	}
 	ix, _ := s.(Indexer)
 	_, rerolls := s.(Rerollable)
-	return &Manager{store: &storeOnly{s: s, c: c, rerolls: rerolls, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}, o: o}, nil
+	_, owners := s.(OwnerSharing)
+	if owners {
+		if err := checkPrefixTag(o.prefix); err != nil {
+			return nil, err
+		}
+	}
+	st := &storeOnly{s: s, c: c, rerolls: rerolls, owners: owners, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}
+	st.locs.reset()
+	return &Manager{store: st, o: o}, nil
 }
 
 // now returns the clock's time in UTC, truncated to the millisecond: the

@@ -38,12 +38,17 @@ func NewMemoryStore(clock func() time.Time) *MemoryStore {
 var (
 	_ core.SecondaryStorage = (*MemoryStore)(nil)
 	_ Rerollable            = (*MemoryStore)(nil)
+	_ OwnerSharing          = (*MemoryStore)(nil)
 	_ Indexer               = (*MemoryStore)(nil)
 )
 
 // ClaimChecksHash declares that Claim applies rule 0 of [ApplyClaim],
 // which it does by calling it.
 func (s *MemoryStore) ClaimChecksHash() {}
+
+// ClaimSharesOwnerLimits declares that Claim applies [ClaimRequest.Owner],
+// which it does by reading the owner's record under the same lock.
+func (s *MemoryStore) ClaimSharesOwnerLimits() {}
 
 // get returns a live value; the caller holds mu.
 func (s *MemoryStore) get(key string) (memValue, bool) {
@@ -126,7 +131,8 @@ func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl t
 	return core.Counter{Value: n, TTL: left}, nil
 }
 
-// Claim applies [ApplyClaim] to the key stored at key, under the store's lock.
+// Claim applies [ApplyClaim] to the key stored at key, and to the owner's
+// record at req.Owner, under the store's lock.
 func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error) {
 	if err := ctx.Err(); err != nil {
 		return ClaimResult{}, err
@@ -141,11 +147,33 @@ func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (
 	if err := json.Unmarshal([]byte(v.v), &k); err != nil {
 		return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", key, err)
 	}
-	res := ApplyClaim(&k, req)
+	var owner *StoredKey
+	ov, found := memValue{}, false
+	if req.Owner != "" && len(req.Limits) > 0 {
+		if ov, found = s.get(req.Owner); found {
+			owner = new(StoredKey)
+			if err := json.Unmarshal([]byte(ov.v), owner); err != nil {
+				return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", req.Owner, err)
+			}
+		}
+	}
+	before := ""
+	if owner != nil && owner.LimitCounts != nil {
+		before = *owner.LimitCounts
+	}
+	res := ApplyClaim(&k, owner, req)
 	if res.Code == "" && req.Cost > 0 {
 		b, err := json.Marshal(&k)
 		if err != nil {
 			return ClaimResult{}, err
+		}
+		if owner != nil && owner.LimitCounts != nil && *owner.LimitCounts != before {
+			ob, err := json.Marshal(owner)
+			if err != nil {
+				return ClaimResult{}, err
+			}
+			ov.v = string(ob)
+			s.values[req.Owner] = ov
 		}
 		v.v = string(b)
 		s.values[key] = v

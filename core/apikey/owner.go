@@ -2,6 +2,7 @@ package apikey
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -15,9 +16,13 @@ import (
 // nothing at all. So an owner's quota over a month, say, is a named limit
 // with a window of a month. limits replaces the owner's limits (empty
 // removes them); a limit that stays keeps its counter, under its new max
-// and window. Only in database mode, with the apikeyLimit table
-// ([core.APIKeyLimitModel]); elsewhere it fails with [core.ErrUnsupported]
-// or [core.ErrSchema].
+// and window.
+//
+// In database mode it needs the apikeyLimit table ([core.APIKeyLimitModel]),
+// or fails with [core.ErrSchema]. In storage-only mode it needs a storage
+// that implements [OwnerSharing], or fails with [core.ErrUnsupported], and
+// the owner's limits apply to the keys created by such a manager: each is
+// stored with its owner's limits, under one {hash tag}.
 func (m *Manager) SetOwnerLimits(ctx context.Context, referenceID string, limits map[string]NamedLimit) error {
 	start := time.Now()
 	if err := m.initialised("SetOwnerLimits"); err != nil {
@@ -29,21 +34,7 @@ func (m *Manager) SetOwnerLimits(ctx context.Context, referenceID string, limits
 	if err := checkLimits(limits); err != nil {
 		return err
 	}
-	if m.db == nil {
-		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage-only mode has no owner limits", core.ErrUnsupported)
-	}
-	if err := m.ready(ctx, "SetOwnerLimits"); err != nil {
-		return err
-	}
-	if err := m.limitsUsable("SetOwnerLimits"); err != nil {
-		return err
-	}
-	want := decodeMap[limitConfig](configText(limits))
-	err := m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
-		return dbReplaceLimits(ctx, tx, core.Eq("owner", referenceID), func(name string) map[string]any {
-			return map[string]any{"key": ownerRowKey(Hash(referenceID), name), "keyId": int64(0), "owner": referenceID}
-		}, want)
-	})
+	err := m.store.setOwnerLimits(ctx, referenceID, configText(limits))
 	if err == nil {
 		m.changed(ctx, start, Event{Kind: OwnerLimitsSet, Owner: referenceID})
 	}
@@ -58,23 +49,7 @@ func (m *Manager) OwnerLimits(ctx context.Context, referenceID string) (map[stri
 	if err := checkOwner(referenceID); err != nil {
 		return nil, err
 	}
-	if m.db == nil {
-		return nil, nil
-	}
-	if err := m.ready(ctx, "OwnerLimits"); err != nil || m.schema.noLimits.Load() != nil {
-		return nil, err
-	}
-	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("owner", referenceID)}, nil)
-	if err != nil {
-		return nil, err
-	}
-	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
-	for _, r := range rows {
-		name := r.Text("name")
-		cfg[name], counts[name] = rowLimit(r)
-	}
-	s := StoredKey{Limits: encodeMap(cfg), LimitCounts: encodeMap(counts)}
-	return s.usage(), nil
+	return m.store.ownerLimits(ctx, referenceID)
 }
 
 func checkOwner(referenceID string) error {
@@ -85,4 +60,71 @@ func checkOwner(referenceID string) error {
 		return invalidf("the owner (ReferenceID) is longer than 255 bytes")
 	}
 	return nil
+}
+
+// setOwnerLimits makes cfg (Limits text, nil for none) the owner's limits:
+// a patch of the limits alone keeps the counters claims write; with no
+// record yet, one is made.
+func (st *storeOnly) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
+	if !st.owners {
+		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage %T does not implement apikey.OwnerSharing", core.ErrUnsupported, st.c)
+	}
+	key := st.ownerKey(Hash(ref))
+	if cfg == nil {
+		return st.s.Delete(ctx, key)
+	}
+	if _, ok, err := st.c.Patch(ctx, key, map[string]any{"limits": *cfg}); err != nil || ok {
+		return err
+	}
+	v, err := json.Marshal(&StoredKey{ReferenceID: ref, Limits: cfg})
+	if err != nil {
+		return err
+	}
+	return st.s.Set(ctx, key, string(v), 0)
+}
+
+// ownerLimits reads the owner's limits and their counters.
+func (st *storeOnly) ownerLimits(ctx context.Context, ref string) (map[string]LimitUsage, error) {
+	if !st.owners {
+		return nil, nil // none can be set
+	}
+	s, err := st.record(ctx, st.ownerKey(Hash(ref)))
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return s.usage(), nil
+}
+
+func (d dbKeys) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
+	m := d.m
+	if err := m.ready(ctx, "SetOwnerLimits"); err != nil {
+		return err
+	}
+	if err := m.limitsUsable("SetOwnerLimits"); err != nil {
+		return err
+	}
+	want := decodeMap[limitConfig](cfg)
+	return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		return dbReplaceLimits(ctx, tx, core.Eq("owner", ref), func(name string) map[string]any {
+			return map[string]any{"key": ownerRowKey(Hash(ref), name), "keyId": int64(0), "owner": ref}
+		}, want)
+	})
+}
+
+func (d dbKeys) ownerLimits(ctx context.Context, ref string) (map[string]LimitUsage, error) {
+	m := d.m
+	if err := m.ready(ctx, "OwnerLimits"); err != nil || m.schema.noLimits.Load() != nil {
+		return nil, err
+	}
+	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("owner", ref)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
+	for _, r := range rows {
+		name := r.Text("name")
+		cfg[name], counts[name] = rowLimit(r)
+	}
+	s := StoredKey{Limits: encodeMap(cfg), LimitCounts: encodeMap(counts)}
+	return s.usage(), nil
 }

@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -45,6 +48,20 @@ type Rerollable interface {
 	ClaimChecksHash()
 }
 
+// OwnerSharing is the capability storage-only mode needs of a [Claimer]
+// for owner limits ([Manager.SetOwnerLimits]): a Claim that honours
+// [ClaimRequest.Owner], reading and writing the owner's record in the same
+// atomic step as the key (rule 5b of [ApplyClaim]). Its method only
+// declares it. Without it SetOwnerLimits fails with [core.ErrUnsupported].
+//
+// The two storage keys of one claim share a {hash tag}, so that a Redis
+// Cluster can run the claim as one script on one node.
+type OwnerSharing interface {
+	Claimer
+	// ClaimSharesOwnerLimits declares that Claim applies req.Owner.
+	ClaimSharesOwnerLimits()
+}
+
 // Indexer is an optional storage capability: unordered sets of strings.
 // Storage-only mode uses it to list keys by owner and to find expired keys;
 // without it [Manager.List] and [Manager.DeleteExpired] fail with
@@ -58,26 +75,101 @@ type Indexer interface {
 	SetMembers(ctx context.Context, set string) ([]string, error)
 }
 
-// storeOnly keeps keys in a secondary storage: the key at prefix+"key:"+h,
-// h being the hash it was created with (its location, which a reroll does
-// not move), the location of each id at prefix+"id:"+id, and with an
-// Indexer the locations of each owner in the set prefix+"ref:"+referenceId
-// and all of them in prefix+"all". A hash a key was rerolled to points to
-// its location from prefix+"to:"+hash.
+// storeOnly keeps keys in a secondary storage: the key at
+// prefix+"key:"+loc, loc being its location, which nothing moves; the
+// location of each id at prefix+"id:"+id; with an Indexer, the locations
+// of each owner in the set prefix+"ref:"+referenceId and all of them in
+// prefix+"all". A key's location is the hash it was created with, or,
+// when the storage shares owner limits, that hash after the {hash tag} of
+// its owner, whose limits are at prefix+"owner:{"+Hash(referenceId)+"}".
+// Every hash that opens a key at a location other than itself (one it was
+// rerolled to, or the one it was created with, in a tagged location)
+// points there from prefix+"to:"+hash.
 type storeOnly struct {
 	s           core.SecondaryStorage
 	c           Claimer
 	rerolls     bool    // c is Rerollable
+	owners      bool    // c is OwnerSharing: keys are stored in their owner's hash tag
 	ix          Indexer // nil: no listing
 	prefix      string
 	dropExpired bool // WithDeleteExpiredOnVerify
+	locs        locations
 }
 
-func (st *storeOnly) recKey(hash string) string { return st.prefix + "key:" + hash }
-func (st *storeOnly) idKey(id int64) string     { return st.prefix + "id:" + strconv.FormatInt(id, 10) }
-func (st *storeOnly) refSet(ref string) string  { return st.prefix + "ref:" + ref }
-func (st *storeOnly) allSet() string            { return st.prefix + "all" }
-func (st *storeOnly) toKey(hash string) string  { return st.prefix + "to:" + hash }
+func (st *storeOnly) recKey(loc string) string   { return st.prefix + "key:" + loc }
+func (st *storeOnly) idKey(id int64) string      { return st.prefix + "id:" + strconv.FormatInt(id, 10) }
+func (st *storeOnly) refSet(ref string) string   { return st.prefix + "ref:" + ref }
+func (st *storeOnly) allSet() string             { return st.prefix + "all" }
+func (st *storeOnly) toKey(hash string) string   { return st.prefix + "to:" + hash }
+func (st *storeOnly) ownerKey(tag string) string { return st.prefix + "owner:{" + tag + "}" }
+
+// location is where a new key of the owner ref with the given hash is
+// stored.
+func (st *storeOnly) location(hash, ref string) string {
+	if !st.owners {
+		return hash
+	}
+	return "{" + Hash(ref) + "}" + hash
+}
+
+// ownerOf is the storage key of the owner's limits that a claim on the
+// key at loc reads with it; "" when the location has no owner's tag.
+func (st *storeOnly) ownerOf(loc string) string {
+	if !st.owners || len(loc) == 0 || loc[0] != '{' {
+		return ""
+	}
+	end := strings.IndexByte(loc, '}')
+	if end < 2 {
+		return ""
+	}
+	return st.ownerKey(loc[1:end])
+}
+
+// checkPrefixTag refuses a storage prefix that would split the keys of
+// one owner over Redis Cluster slots: a '{' in it must open a non-empty
+// hash tag that it closes (which then holds every key), since Redis hashes
+// the first {tag} of a key.
+func checkPrefixTag(prefix string) error {
+	open := strings.IndexByte(prefix, '{')
+	if open < 0 {
+		return nil
+	}
+	if end := strings.IndexByte(prefix[open+1:], '}'); end < 1 {
+		return invalidf("WithStoragePrefix(%q): its '{' must open a non-empty {hash tag} that the prefix closes, or an owner's keys and limits would not share a Redis Cluster slot", prefix)
+	}
+	return nil
+}
+
+// locations remembers where the keys verified are stored, by the hash
+// presented. A key never moves and no other key ever has its hash, so what
+// it remembers stays true until the key is deleted, and a claim there then
+// finds nothing. It holds at most maxLocations hashes, forgetting them all
+// when full.
+type locations struct {
+	m atomic.Pointer[sync.Map]
+	n atomic.Int64
+}
+
+const maxLocations = 1 << 16
+
+func (l *locations) reset() { l.m.Store(new(sync.Map)); l.n.Store(0) }
+
+func (l *locations) get(hash string) (string, bool) {
+	v, ok := l.m.Load().Load(hash)
+	if !ok {
+		return "", false
+	}
+	return v.(string), true
+}
+
+func (l *locations) put(hash, loc string) {
+	if l.n.Add(1) > maxLocations {
+		l.reset()
+	}
+	l.m.Load().Store(hash, loc)
+}
+
+func (l *locations) drop(hash string) { l.m.Load().Delete(hash) }
 
 func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required, spend []LimitSpend) (Result, error) {
 	now := at.UnixMilli()
@@ -88,32 +180,48 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 	if req != nil {
 		claim.RequireAll, claim.RequireAny = req.all, req.any
 	}
-	loc := hash
-	res, err := st.claim(ctx, loc, claim)
-	if err != nil {
-		return Result{}, err
-	}
-	if !res.Found && st.rerolls {
-		// A hash the key was rerolled to, or an old one whose grace is
-		// over (the claim's rule 0 then refuses it).
-		to, ok, err := st.s.Get(ctx, st.toKey(hash))
-		if err != nil {
-			return Result{}, err
+	loc, known := st.locs.get(hash)
+	var res ClaimResult
+	var err error
+	switch {
+	case known:
+		res, err = st.claim(ctx, loc, claim)
+		if err == nil && !res.Found {
+			st.locs.drop(hash) // deleted, or an old hash whose grace is over
 		}
-		if ok && to != hash {
-			loc = to
-			if res, err = st.claim(ctx, loc, claim); err != nil {
-				return Result{}, err
+	case st.owners:
+		// Most keys are at a location of their owner's: the pointer first.
+		if loc, err = st.pointed(ctx, hash); err == nil {
+			res, err = st.claim(ctx, loc, claim)
+		}
+	default:
+		loc = hash
+		res, err = st.claim(ctx, loc, claim)
+		if err == nil && !res.Found && st.rerolls {
+			// A hash the key was rerolled to, or an old one whose grace
+			// is over (the claim's rule 0 then refuses it).
+			if to, err2 := st.pointed(ctx, hash); err2 != nil {
+				err = err2
+			} else if to != hash {
+				loc = to
+				res, err = st.claim(ctx, loc, claim)
 			}
 		}
 	}
+	if err != nil {
+		return Result{}, err
+	}
 	if !res.Found {
 		return denied(CodeInvalid, 0, nil), nil
+	}
+	if !known {
+		st.locs.put(hash, loc)
 	}
 	k, err := res.Key.toKey()
 	if err != nil {
 		return Result{}, err
 	}
+	k.Limits = named(k.Limits, spend)
 	if res.Code == CodeExpired && st.dropExpired {
 		if err := st.remove(ctx, loc, &res.Key); err != nil {
 			return Result{}, err
@@ -121,14 +229,27 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 	}
 	if res.Code != "" {
 		r := denied(res.Code, res.TryAgainIn, k)
-		r.Limit = res.Limit
+		r.Limit, r.OwnerLimit = res.Limit, res.OwnerLimit
 		return r, nil
 	}
 	return allowed(k), nil
 }
 
+// pointed is the location the pointer of hash leads to; hash itself when
+// there is none.
+func (st *storeOnly) pointed(ctx context.Context, hash string) (string, error) {
+	to, ok, err := st.s.Get(ctx, st.toKey(hash))
+	if err != nil || !ok {
+		return hash, err
+	}
+	return to, nil
+}
+
 // claim claims the key stored at location loc.
 func (st *storeOnly) claim(ctx context.Context, loc string, claim ClaimRequest) (ClaimResult, error) {
+	if len(claim.Limits) > 0 {
+		claim.Owner = st.ownerOf(loc)
+	}
 	res, err := st.c.Claim(ctx, st.recKey(loc), claim)
 	if err != nil {
 		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
@@ -151,34 +272,49 @@ func (st *storeOnly) create(ctx context.Context, s *StoredKey) error {
 	if err != nil {
 		return err
 	}
-	if err := st.s.Set(ctx, st.recKey(s.Key), string(v), 0); err != nil {
+	// The record before what leads to it: a failure midway leaves at
+	// worst a record nothing opens.
+	loc := st.location(s.Key, s.ReferenceID)
+	if err := st.s.Set(ctx, st.recKey(loc), string(v), 0); err != nil {
 		return err
 	}
-	if err := st.s.Set(ctx, st.idKey(s.ID), s.Key, 0); err != nil {
+	if loc != s.Key {
+		if err := st.s.Set(ctx, st.toKey(s.Key), loc, 0); err != nil {
+			return err
+		}
+	}
+	if err := st.s.Set(ctx, st.idKey(s.ID), loc, 0); err != nil {
 		return err
 	}
 	if st.ix != nil {
-		if err := st.ix.AddToSet(ctx, st.refSet(s.ReferenceID), s.Key); err != nil {
+		if err := st.ix.AddToSet(ctx, st.refSet(s.ReferenceID), loc); err != nil {
 			return err
 		}
-		return st.ix.AddToSet(ctx, st.allSet(), s.Key)
+		return st.ix.AddToSet(ctx, st.allSet(), loc)
 	}
 	return nil
 }
 
-func (st *storeOnly) byHash(ctx context.Context, hash string) (*StoredKey, error) {
-	v, ok, err := st.s.Get(ctx, st.recKey(hash))
+// at reads the key stored at location loc; nil when there is none.
+func (st *storeOnly) at(ctx context.Context, loc string) (*StoredKey, error) {
+	return st.record(ctx, st.recKey(loc))
+}
+
+// record reads the record at storage key key; nil when there is none.
+func (st *storeOnly) record(ctx context.Context, key string) (*StoredKey, error) {
+	v, ok, err := st.s.Get(ctx, key)
 	if err != nil || !ok {
 		return nil, err
 	}
 	var s StoredKey
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return nil, fmt.Errorf("apikey: stored key %s: %w", st.recKey(hash), err)
+		return nil, fmt.Errorf("apikey: stored record %s: %w", key, err)
 	}
 	return &s, nil
 }
 
-func (st *storeOnly) hashOf(ctx context.Context, id int64) (string, bool, error) {
+// locationOf is the location of key id.
+func (st *storeOnly) locationOf(ctx context.Context, id int64) (string, bool, error) {
 	return st.s.Get(ctx, st.idKey(id))
 }
 
@@ -187,14 +323,13 @@ func (st *storeOnly) byID(ctx context.Context, id int64) (*StoredKey, error) {
 	return s, err
 }
 
-// located returns key id and its location (the hash it is stored under);
-// nil when no key has that id.
+// located returns key id and its location; nil when no key has that id.
 func (st *storeOnly) located(ctx context.Context, id int64) (string, *StoredKey, error) {
-	loc, ok, err := st.hashOf(ctx, id)
+	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return "", nil, err
 	}
-	s, err := st.byHash(ctx, loc)
+	s, err := st.at(ctx, loc)
 	return loc, s, err
 }
 
@@ -202,13 +337,13 @@ func (st *storeOnly) members(ctx context.Context, set, what string) ([]*StoredKe
 	if st.ix == nil {
 		return nil, fmt.Errorf("apikey: %s: %w: the storage does not implement apikey.Indexer", what, core.ErrUnsupported)
 	}
-	hashes, err := st.ix.SetMembers(ctx, set)
+	locs, err := st.ix.SetMembers(ctx, set)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*StoredKey, 0, len(hashes))
-	for _, h := range hashes {
-		s, err := st.byHash(ctx, h)
+	out := make([]*StoredKey, 0, len(locs))
+	for _, loc := range locs {
+		s, err := st.at(ctx, loc)
 		if err != nil {
 			return nil, err
 		}
@@ -230,11 +365,11 @@ func (st *storeOnly) list(ctx context.Context, ref string) ([]*StoredKey, error)
 }
 
 func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
-	hash, ok, err := st.hashOf(ctx, id)
+	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return nil, err
 	}
-	after, ok, err := st.c.Patch(ctx, st.recKey(hash), f)
+	after, ok, err := st.c.Patch(ctx, st.recKey(loc), f)
 	if err != nil || !ok {
 		return nil, err
 	}
@@ -288,7 +423,7 @@ func (st *storeOnly) deleteExpired(ctx context.Context, at time.Time) (int64, er
 	var n int64
 	for _, s := range all {
 		if s.ExpiresAt != nil && *s.ExpiresAt <= now {
-			loc, ok, err := st.hashOf(ctx, s.ID)
+			loc, ok, err := st.locationOf(ctx, s.ID)
 			if err != nil {
 				return n, err
 			}

@@ -3,8 +3,10 @@ package apikey
 import (
 	"context"
 	"errors"
+	"maps"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,22 +161,34 @@ func TestModesAgree(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			p.ExpiresIn = time.Duration(5+rng.IntN(20)) * time.Second
 		}
+		// Named limits, the key's and its owner's, on half the seeds.
+		var ownerLimits map[string]NamedLimit
+		if seed%2 == 1 {
+			p.Limits = map[string]NamedLimit{"tokens": {Max: rng.Int64N(6), Window: time.Duration(1+rng.IntN(4)) * time.Second}}
+			ownerLimits = map[string]NamedLimit{"tokens": {Max: rng.Int64N(9), Window: time.Duration(1+rng.IntN(4)) * time.Second},
+				"images": {Max: rng.Int64N(3), Window: time.Second}}
+		}
 
 		type mode struct {
+			name  string
 			m     *Manager
 			clock *testClock
 			key   string
 		}
 		var modes []*mode
-		for _, mk := range concurrentEnvs(t) {
-			e := mk()
-			modes = append(modes, &mode{m: e.m, clock: e.clock})
+		envs := concurrentEnvs(t)
+		for _, name := range slices.Sorted(maps.Keys(envs)) {
+			e := envs[name]()
+			modes = append(modes, &mode{name: name, m: e.m, clock: e.clock})
 		}
 		sm, _, sc := newStoreEnv(t)
-		modes = append(modes, &mode{m: sm, clock: sc})
+		modes = append(modes, &mode{name: "storage-only", m: sm, clock: sc})
 		for _, md := range modes {
 			key, _, err := md.m.Create(ctx, p)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if err := md.m.SetOwnerLimits(ctx, "u", ownerLimits); err != nil {
 				t.Fatal(err)
 			}
 			md.key = key
@@ -182,10 +196,17 @@ func TestModesAgree(t *testing.T) {
 		for step := range 60 {
 			advance := time.Duration(rng.IntN(1500)) * time.Millisecond
 			cost := rng.Int64N(3)
+			opts := []VerifyOption{Cost(cost)}
+			if ownerLimits != nil && rng.IntN(3) > 0 {
+				opts = append(opts, LimitCost("tokens", rng.Int64N(3)))
+				if rng.IntN(2) == 0 {
+					opts = append(opts, LimitCost("images", rng.Int64N(2)))
+				}
+			}
 			var first Result
 			for i, md := range modes {
 				md.clock.Advance(advance)
-				r, err := md.m.Verify(ctx, md.key, Cost(cost))
+				r, err := md.m.Verify(ctx, md.key, opts...)
 				if err != nil {
 					t.Fatalf("seed %d step %d mode %d: %v", seed, step, i, err)
 				}
@@ -193,9 +214,9 @@ func TestModesAgree(t *testing.T) {
 					first = r
 					continue
 				}
-				if r.Code != first.Code || r.TryAgainIn != first.TryAgainIn || !sameState(r.Key, first.Key) {
-					t.Fatalf("seed %d step %d (cost %d): mode %d answered %q %v %+v, mode 0 answered %q %v %+v",
-						seed, step, cost, i, r.Code, r.TryAgainIn, r.Key, first.Code, first.TryAgainIn, first.Key)
+				if r.Code != first.Code || r.TryAgainIn != first.TryAgainIn || r.Limit != first.Limit || r.OwnerLimit != first.OwnerLimit || !sameState(r.Key, first.Key) {
+					t.Fatalf("seed %d step %d (cost %d): %s answered %q %v %q %v %+v, %s answered %q %v %q %v %+v",
+						seed, step, cost, md.name, r.Code, r.TryAgainIn, r.Limit, r.OwnerLimit, r.Key, modes[0].name, first.Code, first.TryAgainIn, first.Limit, first.OwnerLimit, first.Key)
 				}
 			}
 		}
@@ -207,7 +228,7 @@ func sameState(a, b *Key) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
-	return reflect.DeepEqual(a.Remaining, b.Remaining) && a.RequestCount == b.RequestCount &&
+	return reflect.DeepEqual(a.Remaining, b.Remaining) && a.RequestCount == b.RequestCount && reflect.DeepEqual(a.Limits, b.Limits) &&
 		a.LastRequest.Equal(b.LastRequest) && a.LastRefillAt.Equal(b.LastRefillAt) && a.UpdatedAt.Equal(b.UpdatedAt)
 }
 
