@@ -110,6 +110,12 @@ func storageCases() []storageCase {
 			run:      storageClaimSpendsNamedLimits,
 		},
 		{
+			name:     "ClaimSharesOwnerLimits",
+			contract: "apikey.OwnerSharing: a claim naming limits with req.Owner answers and writes as apikey.ApplyClaim does with the owner's record (rule 5b): the key's limits, then the owner's, all spent or none; a denial on the owner's side sets OwnerLimit; a missing owner record holds no limits and is not created",
+			needs:    needOwnerSharing,
+			run:      storageClaimSharesOwnerLimits,
+		},
+		{
 			name:     "PatchSetsFieldsKeepsOthers",
 			contract: "apikey.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
 			needs:    needClaimer,
@@ -135,6 +141,13 @@ func needBounded(f *storageFixture) string {
 func needRerollable(f *storageFixture) string {
 	if _, ok := f.s.(apikey.Rerollable); !ok {
 		return fmt.Sprintf("%T does not implement apikey.Rerollable", f.s)
+	}
+	return ""
+}
+
+func needOwnerSharing(f *storageFixture) string {
+	if _, ok := f.s.(apikey.OwnerSharing); !ok {
+		return fmt.Sprintf("%T does not implement apikey.OwnerSharing", f.s)
 	}
 	return ""
 }
@@ -631,7 +644,7 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 		storeRecord(t, f, key, rec, 0)
 		want := rec
 		for i, req := range steps {
-			codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("key %d step %d", rec.ID, i)).Code]++
+			codes[claimAsApplyClaim(t, f, key, &want, nil, req, fmt.Sprintf("key %d step %d", rec.ID, i)).Code]++
 		}
 	}
 	// The steps must reach every outcome, or the comparison proves little.
@@ -676,7 +689,7 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 		want := rec
 		for j, req := range reqs {
 			req.Now, req.Cost = claimBase+int64(j), 1
-			codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("permissions %s, request %d", show(text), j)).Code]++
+			codes[claimAsApplyClaim(t, f, key, &want, nil, req, fmt.Sprintf("permissions %s, request %d", show(text), j)).Code]++
 		}
 	}
 	if codes[""] == 0 || codes[apikey.CodeForbidden] == 0 {
@@ -687,23 +700,87 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 func ptrString(s string) *string { return &s }
 
 // claimAsApplyClaim claims req on the key stored at key and checks that
-// the storage answers, and leaves the key, as apikey.ApplyClaim does on
-// want, which it updates; what names the step in a failure. It returns
-// the reference answer.
-func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want *apikey.StoredKey, req apikey.ClaimRequest, what string) apikey.ClaimResult {
+// the storage answers, and leaves the key (and the owner's record at
+// req.Owner), as apikey.ApplyClaim does on want (and owner, nil when no
+// record is stored there), which it updates; what names the step in a
+// failure. It returns the reference answer.
+func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want, owner *apikey.StoredKey, req apikey.ClaimRequest, what string) apikey.ClaimResult {
 	t.Helper()
 	got, err := f.s.(apikey.Claimer).Claim(f.ctx, key, req)
 	if err != nil {
 		t.Fatalf("%s: Claim %+v: %v", what, req, err)
 	}
-	ref := apikey.ApplyClaim(want, req)
+	ref := apikey.ApplyClaim(want, owner, req)
 	if !reflect.DeepEqual(got, ref) {
 		t.Fatalf("%s: Claim %+v answered\n%s\nwant, as apikey.ApplyClaim,\n%s", what, req, show(got), show(ref))
 	}
 	if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, *want) {
 		t.Fatalf("%s: after Claim %+v the stored key is\n%s\nwant\n%s", what, req, show(stored), show(*want))
 	}
+	if owner != nil {
+		if stored := loadRecord(t, f, req.Owner); !reflect.DeepEqual(stored, *owner) {
+			t.Fatalf("%s: after Claim %+v the owner's record is\n%s\nwant\n%s", what, req, show(stored), show(*owner))
+		}
+	}
 	return ref
+}
+
+func storageClaimSharesOwnerLimits(t testing.TB, f *storageFixture) {
+	ownerLimits := []*string{
+		ptrString(`{"requests":{"max":2,"window":1000},"tokens":{"max":15,"window":5000}}`),
+		ptrString(`{"tokens":{"max":"15"}}`), // malformed: holds nothing
+		nil,
+	}
+	ownerCounts := []*string{
+		nil,
+		ptrString(fmt.Sprintf(`{"tokens":{"count":12,"start":%d}}`, claimBase)),
+	}
+	keyLimits := []*string{nil, ptrString(`{"tokens":{"max":10,"window":5000}}`)}
+	spends := [][]apikey.LimitSpend{
+		{{Name: "tokens", Cost: 4}},
+		{{Name: "requests", Cost: 1}, {Name: "tokens", Cost: 2}},
+		{{Name: "tokens", Cost: 11}},
+		{{Name: "requests", Cost: 2}, {Name: "tokens", Cost: 0}},
+		{{Name: "images", Cost: 1}},
+	}
+	codes := map[string]int{}
+	n := 0
+	for _, ol := range ownerLimits {
+		for _, oc := range ownerCounts {
+			for _, kl := range keyLimits {
+				for _, stored := range []bool{true, false} {
+					n++
+					rec := claimKey(int64(300+n), ptr64(3))
+					rec.Limits = kl
+					// One hash tag for the key and its owner's record, as
+					// storage-only managers make them.
+					key, ownerKey := fmt.Sprintf("{shared-%d}key", n), fmt.Sprintf("{shared-%d}owner", n)
+					storeRecord(t, f, key, rec, 0)
+					want := rec
+					var owner *apikey.StoredKey
+					if stored {
+						owner = &apikey.StoredKey{ReferenceID: "owner", Limits: ol, LimitCounts: oc}
+						storeRecord(t, f, ownerKey, *owner, 0)
+					}
+					for j, sp := range spends {
+						for _, cost := range []int64{1, 0} {
+							req := apikey.ClaimRequest{Now: claimBase + int64(700*j), Cost: cost, Limits: sp, Owner: ownerKey}
+							res := claimAsApplyClaim(t, f, key, &want, owner, req, fmt.Sprintf("owner limits %s, counts %s, key limits %s, owner stored %v", show(ol), show(oc), show(kl), stored))
+							codes[fmt.Sprintf("%s/%v", res.Code, res.OwnerLimit)]++
+						}
+					}
+					if !stored {
+						wantAbsent(t, f, ownerKey, "a claim must not create the owner's record")
+					}
+				}
+			}
+		}
+	}
+	for _, c := range []string{"/false", "RATE_LIMITED/true", "RATE_LIMITED/false", "USAGE_EXCEEDED/false"} {
+		if codes[c] == 0 {
+			t.Errorf("outcomes %v: the claims must reach %s (code/owner's limit)", codes, c)
+		}
+	}
 }
 
 func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
@@ -742,7 +819,7 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 			for j, sp := range spends {
 				for _, cost := range []int64{1, 0} {
 					req := apikey.ClaimRequest{Now: claimBase + int64(400*j), Cost: cost, Limits: sp}
-					codes[claimAsApplyClaim(t, f, key, &want, req, fmt.Sprintf("limits %s, counts %s", show(lim), show(cnt))).Code]++
+					codes[claimAsApplyClaim(t, f, key, &want, nil, req, fmt.Sprintf("limits %s, counts %s", show(lim), show(cnt))).Code]++
 				}
 			}
 		}
@@ -772,7 +849,7 @@ func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 		want := rec
 		for j, hash := range []string{"", rec.Key, "old", "older", "other", "old", "old"} {
 			req := apikey.ClaimRequest{Now: claimBase + int64(2*j), Cost: 1, Hash: hash}
-			codes[claimAsApplyClaim(t, f, key, &want, req, "rerolled "+show(text)).Found]++
+			codes[claimAsApplyClaim(t, f, key, &want, nil, req, "rerolled "+show(text)).Found]++
 		}
 	}
 	if codes[true] == 0 || codes[false] == 0 {

@@ -74,6 +74,12 @@ func storageRaceCases() []storageCase {
 			run:      raceNamedLimitsStorage,
 		},
 		{
+			name:     "OwnerLimitsExact",
+			contract: "apikey.OwnerSharing, through storage-only managers: two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions",
+			needs:    needOwnerSharing,
+			run:      raceOwnerLimitsStorage,
+		},
+		{
 			name:     "PatchKeepsConcurrentClaims",
 			contract: "apikey.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
 			needs:    needClaimer,
@@ -403,6 +409,16 @@ func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []co
 		return err
 	}
 	return apiKeyNamedLimits(ctx, r)
+}
+
+// raceOwnerLimitsStorage runs the API-key OwnerLimits scenario on
+// storage-only managers, one per client.
+func raceOwnerLimitsStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+	r, err := storageRound(clients, "owner", round)
+	if err != nil {
+		return err
+	}
+	return apiKeyOwnerLimits(ctx, r)
 }
 
 // storageRound is an API-key race round on storage-only managers, one per

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -23,7 +24,8 @@ var (
 )
 
 // Both scripts start with record.lua, so that they decode and encode the
-// record the same way; each touches exactly one key.
+// record the same way; each touches one key, and a claim its owner's
+// limits too.
 var (
 	claimScript = redis.NewScript(recordLua + claimLua)
 	patchScript = redis.NewScript(recordLua + patchLua)
@@ -37,10 +39,12 @@ const (
 )
 
 // Claim verifies and consumes the API key stored at key in one Lua script,
-// exactly as [apikey.ApplyClaim] does (the hash presented and the
-// permissions it requires too), and writes it back keeping its expiry when
-// the claim was allowed with a positive cost. A missing key answers
-// Found == false. Now and Cost must be in [0, 2^51).
+// exactly as [apikey.ApplyClaim] does (the hash presented, the permissions
+// it requires and its owner's limits at req.Owner too), and writes it back
+// keeping its expiry when the claim was allowed with a positive cost. A
+// missing key answers Found == false. Now and Cost must be in [0, 2^51).
+// key and req.Owner must share a hash tag, as storage-only managers make
+// them, so that a Cluster or a Ring keeps both on one node.
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
 	core.AddRoundTrips(ctx, 1)
 	switch {
@@ -65,7 +69,17 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	for _, l := range req.Limits {
 		args = append(args, l.Name, l.Cost)
 	}
-	res, err := claimScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
+	keys := []string{s.prefix + key}
+	if req.Owner != "" {
+		owner := s.prefix + req.Owner
+		if hashTag(owner) != hashTag(keys[0]) {
+			// On a Cluster or a Ring the script would not see the owner's
+			// record, or fail.
+			return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: the key %q and its owner's limits %q have different hash tags; is there a '{' in the storage prefix %q?", core.ErrInvalid, keys[0], owner, s.prefix)
+		}
+		keys = append(keys, owner)
+	}
+	res, err := claimScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w", err)
 	}
@@ -75,8 +89,10 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 	code, _ := res[1].(string)
 	wait, _ := res[2].(int64)
 	out := apikey.ClaimResult{Found: true, Code: apikey.Code(code), TryAgainIn: wait}
-	if len(res) == 5 {
+	if len(res) == 6 {
 		out.Limit, _ = res[4].(string)
+		owner, _ := res[5].(int64)
+		out.OwnerLimit = owner == 1
 	}
 	if err := decodeRecord(res[3], &out.Key); err != nil {
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim %q: %w", key, err)
@@ -210,8 +226,25 @@ func kindName(t byte) string {
 // [apikey.ApplyClaim], so that storage-only managers can reroll keys.
 func (s *Storage) ClaimChecksHash() {}
 
+// ClaimSharesOwnerLimits declares that Claim applies req.Owner, so that
+// storage-only managers can share limits among an owner's keys.
+func (s *Storage) ClaimSharesOwnerLimits() {}
+
+// hashTag is the part of key that Redis Cluster hashes to pick a slot,
+// and go-redis's Ring a shard: the text between the first '{' and the
+// first '}' after it, when not empty; else the whole key.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
+}
+
 var (
-	_ apikey.Claimer    = (*Storage)(nil)
-	_ apikey.Rerollable = (*Storage)(nil)
-	_ apikey.Indexer    = (*Storage)(nil)
+	_ apikey.Claimer      = (*Storage)(nil)
+	_ apikey.Rerollable   = (*Storage)(nil)
+	_ apikey.OwnerSharing = (*Storage)(nil)
+	_ apikey.Indexer      = (*Storage)(nil)
 )

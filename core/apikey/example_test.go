@@ -234,3 +234,28 @@ func ExampleLimitCost() {
 	// 600 tokens: RATE_LIMITED tokens try again in 1h0m0s
 	// 400 tokens: valid, used 1000
 }
+
+// Two keys of one team share the team's monthly token budget, here in
+// storage-only mode: each verification spends the key's quota and the
+// team's tokens together, or neither.
+func ExampleManager_SetOwnerLimits() {
+	ctx := context.Background()
+	keys, _ := apikey.NewStorageOnly(apikey.NewMemoryStore(nil))
+	month := 30 * 24 * time.Hour
+	if err := keys.SetOwnerLimits(ctx, "team-7", map[string]apikey.NamedLimit{"tokens": {Max: 1000, Window: month}}); err != nil {
+		panic(err)
+	}
+	a, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "team-7", RateLimit: &apikey.RateLimit{}})
+	b, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "team-7", RateLimit: &apikey.RateLimit{}})
+	for _, k := range []string{a, b, b} {
+		res, _ := keys.Verify(ctx, k, apikey.LimitCost("tokens", 400))
+		fmt.Println(res.Code == "", res.Limit, res.OwnerLimit)
+	}
+	used, _ := keys.OwnerLimits(ctx, "team-7")
+	fmt.Println("team tokens used:", used["tokens"].Count)
+	// Output:
+	// true  false
+	// true  false
+	// false tokens true
+	// team tokens used: 800
+}

@@ -1,13 +1,15 @@
--- claim: apikey.ApplyClaim on the record at KEYS[1], as one atomic step.
+-- claim: apikey.ApplyClaim on the record at KEYS[1], and on the record of
+-- its owner's limits at KEYS[2] when given, as one atomic step.
 -- ARGV: now (epoch ms), cost, the hash presented ('' for none), then the
 -- count of RequireAll and of RequireAny permissions, then each as a
 -- resource and an action, then the count of named limits spent, then each
 -- as a name and a cost. Returns {0} when no record is stored, or when the
 -- hash presented does not open it (rule 0), else {1, code, tryAgainIn,
--- record} (and the name of the named limit that denied, as a fifth
--- element, when one did): code '' when allowed, record the JSON after the
--- claim. A denial or a cost of 0 writes nothing; an allowed claim
--- rewrites the record keeping its expiry.
+-- record} (and, when a named limit denied, its name and 1 when it is the
+-- owner's, else 0, as a fifth and sixth element): code '' when allowed,
+-- record the JSON after the claim. A denial or a cost of 0 writes nothing;
+-- an allowed claim rewrites the record (and the owner's, when its counters
+-- changed) keeping its expiry.
 local raw = redis.call('GET', KEYS[1])
 if not raw then return {0} end
 local rec, err = decode(raw)
@@ -139,29 +141,43 @@ local function entries(text, fields)
 end
 local base = 6 + 2 * (nAll + nAny)
 local nLimits = tonumber(ARGV[base]) or 0
-local opened, spent = {}, {}
+-- sides: the key's limits, then its owner's, each with what the claim
+-- opens and adds there.
+local sides = {}
 if nLimits > 0 then
-  local cfg = entries(field(rec, 'limits'), {'max', 'window'})
-  local counts = entries(field(rec, 'limitCounts'), {'count', 'start'})
-  for i = 1, nLimits do
-    local name, c = ARGV[base + 2 * i - 1], tonumber(ARGV[base + 2 * i])
-    local l = cfg[name]
-    if l then
-      local n = counts[name] or {count = 0, start = 0}
-      local lneed = math.max(c, 1)
-      if n.start == 0 or n.start <= now - l.window then
-        if lneed > l.max then return {1, 'RATE_LIMITED', l.window, raw, name} end
-        opened[#opened + 1] = {name, c}
-      elseif n.count > l.max - lneed then
-        return {1, 'RATE_LIMITED', n.start + l.window - now, raw, name}
-      else
-        spent[#spent + 1] = {name, c, n.count}
+  sides[1] = {rec = rec, owner = 0}
+  if KEYS[2] then
+    local oraw = redis.call('GET', KEYS[2])
+    if oraw then
+      local orec, oerr = decode(oraw)
+      if not orec then
+        return redis.error_reply('sluiceredis: owner limits ' .. KEYS[2] .. ' ' .. oerr)
+      end
+      sides[2] = {rec = orec, owner = 1, key = KEYS[2]}
+    end
+  end
+  for _, side in ipairs(sides) do
+    local cfg = entries(field(side.rec, 'limits'), {'max', 'window'})
+    -- The counters as Go would write them back: those read, when well
+    -- formed, and the changed ones.
+    side.counts, side.opened, side.spent = entries(field(side.rec, 'limitCounts'), {'count', 'start'}), {}, {}
+    for i = 1, nLimits do
+      local name, c = ARGV[base + 2 * i - 1], tonumber(ARGV[base + 2 * i])
+      local l = cfg[name]
+      if l then
+        local n = side.counts[name] or {count = 0, start = 0}
+        local lneed = math.max(c, 1)
+        if n.start == 0 or n.start <= now - l.window then
+          if lneed > l.max then return {1, 'RATE_LIMITED', l.window, raw, name, side.owner} end
+          side.opened[#side.opened + 1] = {name, c}
+        elseif n.count > l.max - lneed then
+          return {1, 'RATE_LIMITED', n.start + l.window - now, raw, name, side.owner}
+        else
+          side.spent[#side.spent + 1] = {name, c}
+        end
       end
     end
   end
-  -- The counters as Go would write them back: those read, when well
-  -- formed, and the changed ones.
-  rec._counts = counts
 end
 
 local refill, decrement = false, false
@@ -187,28 +203,36 @@ if reset then rec.requestCount, rec.lastRequest = cost, now end
 if increment then rec.requestCount = count + cost end
 if refill then rec.remaining, rec.lastRefillAt = amount - cost, now end
 if decrement then rec.remaining = remaining - cost end
-local counts = rec._counts
-rec._counts = nil
-if counts then
-  local changed = false
-  for _, o in ipairs(opened) do
+-- The named limits' counters: changed ones are written back, the key's
+-- with the record below, the owner's to its own record, once everything
+-- is encoded (a script's writes are not undone when it fails later).
+local ownerOut
+for _, side in ipairs(sides) do
+  local counts, changed = side.counts, false
+  for _, o in ipairs(side.opened) do
     if o[2] > 0 then counts[o[1]], changed = {count = o[2], start = now}, true end
   end
-  for _, s in ipairs(spent) do
-    if s[2] > 0 then
-      local n = counts[s[1]] or {count = 0, start = 0}
-      n.count = n.count + s[2]
-      counts[s[1]], changed = n, true
+  for _, sp in ipairs(side.spent) do
+    if sp[2] > 0 then
+      local n = counts[sp[1]] or {count = 0, start = 0}
+      n.count = n.count + sp[2]
+      counts[sp[1]], changed = n, true
     end
   end
   if changed then
     local text, terr = encode(counts)
     if not text then return fail(terr) end
-    rec.limitCounts = text
+    side.rec.limitCounts = text
+    if side.key then
+      local oerr
+      ownerOut, oerr = encode(side.rec)
+      if not ownerOut then return fail(oerr) end
+    end
   end
 end
 rec.updatedAt = now
 local out, eerr = encode(rec)
 if not out then return fail(eerr) end
 redis.call('SET', KEYS[1], out, 'KEEPTTL')
+if ownerOut then redis.call('SET', KEYS[2], ownerOut, 'KEEPTTL') end
 return {1, '', 0, out}

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
 )
@@ -371,5 +374,21 @@ func TestPatchRefusesBadFields(t *testing.T) {
 				t.Errorf("Patch(%v): error %q does not name the field", f, err)
 			}
 		}
+	}
+}
+
+// TestClaimRefusesSplitHashTags: a claim whose key and owner's record
+// would hash to different slots (a storage prefix with an unclosed '{')
+// is refused before any I/O, rather than run on a node that cannot see
+// the owner's limits.
+func TestClaimRefusesSplitHashTags(t *testing.T) {
+	s, err := sluiceredis.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), sluiceredis.WithPrefix("app{"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.Claim(context.Background(), "key:{o1}h", apikey.ClaimRequest{Now: base, Cost: 1, Owner: "owner:{o1}",
+		Limits: []apikey.LimitSpend{{Name: "tokens", Cost: 1}}})
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "hash tags") {
+		t.Fatalf("Claim under a prefix with an open '{': err = %v, want ErrInvalid about hash tags", err)
 	}
 }
