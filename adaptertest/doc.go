@@ -19,6 +19,7 @@
 //			return nil, err
 //		}
 //		db.SetMaxOpenConns(16) // many suites may share one server
+//		db.SetMaxIdleConns(16) // the default 2 would reconnect all the time under the races
 //		return &harness{db: db}, nil
 //	}
 //

@@ -55,6 +55,7 @@ func (h *sqlHarness) open() (*sql.DB, error) {
 		return nil, err
 	}
 	db.SetMaxOpenConns(8) // the suite's subtests and other test binaries share the server
+	db.SetMaxIdleConns(8) // the default 2 would reconnect all the time under the races
 	h.mu.Lock()
 	h.pools = append(h.pools, db)
 	h.mu.Unlock()

@@ -28,6 +28,7 @@ func processTargets() []adaptertest.ProcessTarget {
 					return nil, nil, err
 				}
 				drv.DB().SetMaxOpenConns(4) // five pools race at once on a shared server
+				drv.DB().SetMaxIdleConns(4) // and keep them: reconnecting costs more than the race
 				db, err := sluiceent.Open(drv, core.WithNaming(core.Naming{Tables: tables}))
 				if err != nil {
 					_ = drv.Close()

@@ -110,11 +110,15 @@ func (h *harness) open() (*gorm.DB, error) {
 		return nil, err
 	}
 	if pool, err := db.DB(); err == nil {
+		n := maxConns
 		if h.d == gen.SQLite {
-			pool.SetMaxOpenConns(sqliteConns)
-		} else {
-			pool.SetMaxOpenConns(maxConns)
+			n = sqliteConns
 		}
+		pool.SetMaxOpenConns(n)
+		// database/sql keeps 2 idle connections by default: a race's
+		// callers would close and reopen the rest all the time, and a new
+		// PostgreSQL backend costs a fork and a cold catalog cache.
+		pool.SetMaxIdleConns(n)
 	}
 	h.mu.Lock()
 	h.dbs = append(h.dbs, db)

@@ -32,6 +32,7 @@ func processTargets() []adaptertest.ProcessTarget {
 					return nil, nil, err
 				}
 				pool.SetMaxOpenConns(4) // five pools race at once on a shared server
+				pool.SetMaxIdleConns(4) // and keep them: reconnecting costs more than the race
 				db, err := sluicegorm.Open(g, core.WithNaming(core.Naming{Tables: tables}))
 				if err != nil {
 					_ = pool.Close()

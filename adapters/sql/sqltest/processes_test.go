@@ -32,6 +32,7 @@ func processTargets() []adaptertest.ProcessTarget {
 			OpenDB: func(ctx context.Context, dsn string, tables map[string]string) (*core.DB, func(), error) {
 				pool := open(dsn)
 				pool.SetMaxOpenConns(processConns)
+				pool.SetMaxIdleConns(processConns) // reconnecting costs more than the race
 				db, err := sluicesql.Open(pool, b.dialect, core.WithNaming(core.Naming{Tables: tables}))
 				if err != nil {
 					_ = pool.Close()
