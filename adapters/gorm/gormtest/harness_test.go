@@ -117,8 +117,12 @@ func (h *harness) open() (*gorm.DB, error) {
 		pool.SetMaxOpenConns(n)
 		// database/sql keeps 2 idle connections by default: a race's
 		// callers would close and reopen the rest all the time, and a new
-		// PostgreSQL backend costs a fork and a cold catalog cache.
-		pool.SetMaxIdleConns(n)
+		// PostgreSQL backend costs a fork and a cold catalog cache. SQLite
+		// keeps the default, as fewer open connections fight less over
+		// its one write lock.
+		if h.d != gen.SQLite {
+			pool.SetMaxIdleConns(n)
+		}
 	}
 	h.mu.Lock()
 	h.dbs = append(h.dbs, db)
