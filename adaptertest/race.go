@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -46,8 +48,12 @@ type raceVariant struct {
 	rounds int
 }
 
+// raceVariants are the ways of reaching the database that each race runs
+// in. Under go test -short, which repeats a full run (CI's per-module
+// runs), the several-pool variants are left out too: their single-pool
+// siblings still run every race.
 func raceVariants() []raceVariant {
-	return []raceVariant{
+	all := []raceVariant{
 		{
 			suffix: "",
 			dbs:    func(f *Fixture) ([]*core.DB, error) { return []*core.DB{f.DB}, nil },
@@ -89,6 +95,10 @@ func raceVariants() []raceVariant {
 			rounds: raceFallbackRounds,
 		},
 	}
+	if testing.Short() {
+		all = slices.DeleteFunc(all, func(v raceVariant) bool { return strings.HasSuffix(v.suffix, "SeveralPools") })
+	}
+	return all
 }
 
 // raceBody is one race, run once per round on rows of its own.

@@ -57,7 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "a small run for CI: 32 goroutines, short cells, 1000 keys")
-	duration := fs.Duration("duration", time.Second, "measured time of each cell (quick: 250ms)")
+	duration := fs.Duration("duration", time.Second, "measured time of each cell (quick: 100ms)")
 	gs := fs.String("goroutines", "1,8,32,64", "goroutine counts (quick: 32)")
 	dbs := fs.String("db", strings.Join(allDBs, ","), "backends to run: postgres, mysql, sqlite, redis")
 	out := fs.String("out", defaultOut(), "directory for RESULTS.md and chart.svg; empty for none")
@@ -81,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if cfg.quick {
 		if !set["duration"] {
-			cfg.duration = 250 * time.Millisecond
+			cfg.duration = 100 * time.Millisecond
 		}
 		if !set["goroutines"] {
 			*gs = "32"
