@@ -148,8 +148,9 @@ func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (
 		return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", key, err)
 	}
 	var owner *StoredKey
-	ov, found := memValue{}, false
+	var ov memValue
 	if req.Owner != "" && len(req.Limits) > 0 {
+		var found bool
 		if ov, found = s.get(req.Owner); found {
 			owner = new(StoredKey)
 			if err := json.Unmarshal([]byte(ov.v), owner); err != nil {
@@ -157,17 +158,14 @@ func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (
 			}
 		}
 	}
-	before := ""
-	if owner != nil && owner.LimitCounts != nil {
-		before = *owner.LimitCounts
-	}
 	res := ApplyClaim(&k, owner, req)
 	if res.Code == "" && req.Cost > 0 {
 		b, err := json.Marshal(&k)
 		if err != nil {
 			return ClaimResult{}, err
 		}
-		if owner != nil && owner.LimitCounts != nil && *owner.LimitCounts != before {
+		if owner != nil { // rewritten as is when none of its limits was spent
+
 			ob, err := json.Marshal(owner)
 			if err != nil {
 				return ClaimResult{}, err

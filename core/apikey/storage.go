@@ -200,9 +200,8 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 		if err == nil && !res.Found && st.rerolls {
 			// A hash the key was rerolled to, or an old one whose grace
 			// is over (the claim's rule 0 then refuses it).
-			if to, err2 := st.pointed(ctx, hash); err2 != nil {
-				err = err2
-			} else if to != hash {
+			var to string
+			if to, err = st.pointed(ctx, hash); err == nil && to != hash {
 				loc = to
 				res, err = st.claim(ctx, loc, claim)
 			}
