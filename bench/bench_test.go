@@ -171,3 +171,24 @@ func TestHistogramQuantiles(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeedupPairsRounds checks that a ratio compares rounds with rounds:
+// a slow round on both sides does not move it, where the ratio of the
+// medians would.
+func TestSpeedupPairsRounds(t *testing.T) {
+	a := result{Decisions: 1, Elapsed: time.Second, PerRound: []float64{100, 400, 150}}
+	b := result{Decisions: 1, Elapsed: time.Second, PerRound: []float64{50, 200, 300}}
+	if got := speedup(a, b); got != 2 {
+		t.Errorf("paired rounds: speedup %v, want 2 (the median of 2, 2 and 0.5)", got)
+	}
+	a.PerRound = append(a.PerRound, 80)
+	b.PerRound = append(b.PerRound, 100)
+	if got := speedup(a, b); got != 1.4 {
+		t.Errorf("four rounds: speedup %v, want 1.4 (between 0.8 and 2)", got)
+	}
+	a.PerRound, b.PerRound = nil, nil
+	a.Decisions, b.Decisions = 300, 100
+	if got := speedup(a, b); got != 3 {
+		t.Errorf("without rounds: speedup %v, want 3 (the medians' ratio)", got)
+	}
+}

@@ -62,7 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	dbs := fs.String("db", strings.Join(allDBs, ","), "backends to run: postgres, mysql, sqlite, redis")
 	out := fs.String("out", defaultOut(), "directory for RESULTS.md and chart.svg; empty for none")
 	keys := fs.Int("keys", 10000, "keys of the uniform scenario (quick: 1000)")
-	conns := fs.Int("conns", 64, "connection pool size for MariaDB and Redis, and for PostgreSQL up to 34 (bun and pgx have pools of their own there)")
+	conns := fs.Int("conns", 64, "connection pool size for MariaDB and Redis, and for PostgreSQL up to 64 (pgx has a pool of its own there, of at most 32)")
 	sqliteConns := fs.Int("sqlite-conns", 8, "connection pool size for SQLite")
 	async := fs.Bool("async-commit", false, "commit without waiting for the disk: synchronous_commit=off on PostgreSQL, synchronous=NORMAL on SQLite (MariaDB unchanged: its setting is global)")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process only) to this file")
@@ -270,10 +270,15 @@ func runBackend(ctx context.Context, b *backend, cfg config, prog *progress, rep
 	for _, sc := range cfg.scenarios {
 		for _, g := range cfg.goroutines {
 			// Rounds interleave the approaches, so that a change in the
-			// machine's load falls on all of them alike.
+			// machine's load falls on all of them alike, and each round
+			// starts one approach further on, so that no approach always
+			// runs in the same place of a round (the first after a long
+			// idle spell of its pool, or the last).
 			runs := make([][]result, len(b.approaches))
 			for round := range cfg.rounds {
-				for i, a := range b.approaches {
+				for j := range b.approaches {
+					i := (j + round) % len(b.approaches)
+					a := b.approaches[i]
 					if err := ctx.Err(); err != nil {
 						return err
 					}

@@ -110,7 +110,7 @@ func (r *report) ratios() []ratio {
 		var vs []namedValue
 		for _, ad := range ormNames {
 			if n, ok := r.find(db, num, ad, sc, g); ok {
-				vs = append(vs, namedValue{ad, n.PerSecond() / d.PerSecond()})
+				vs = append(vs, namedValue{ad, speedup(n, d)})
 			}
 		}
 		return vs
@@ -127,11 +127,11 @@ func (r *report) ratios() []ratio {
 				d, ok2 := r.find(db, kindRedisRate, "", sc, g)
 				if ok1 && ok2 && d.PerSecond() > 0 {
 					add(ratio{DB: db, What: "sluice Redis storage ÷ redis_rate", Scenario: sc, Target: 0.9, Binding: true,
-						Values: []namedValue{{"sluice", n.PerSecond() / d.PerSecond()}}})
+						Values: []namedValue{{"sluice", speedup(n, d)}}})
 				}
 				if n, ok := r.find(db, kindRedisGCRA, "", sc, g); ok && ok2 && d.PerSecond() > 0 {
 					add(ratio{DB: db, What: "sluice Redis GCRA ÷ redis_rate (both GCRA)", Scenario: sc, Target: 0.9, Binding: true,
-						Values: []namedValue{{"sluice", n.PerSecond() / d.PerSecond()}}})
+						Values: []namedValue{{"sluice", speedup(n, d)}}})
 				}
 			}
 			continue

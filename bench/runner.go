@@ -80,6 +80,9 @@ type backend struct {
 	version    string
 	keys       int // uniform scenario size
 	roundTrips func() int64
+	// settle, when set, brings the backend's storage to the same state
+	// before each cell, outside the measured time.
+	settle     func(ctx context.Context) error
 	approaches []*approach
 	close      func()
 }
@@ -101,6 +104,7 @@ type result struct {
 	RoundTrips float64       // per decision
 	ClientCPU  time.Duration // this process's CPU time per decision
 	Rounds     int           // how many rounds the median was taken over
+	PerRound   []float64     // decisions per second in each round, in round order
 	Check      string        // what the correctness check found
 	OK         bool
 }
@@ -195,6 +199,12 @@ func runCell(ctx context.Context, b *backend, a *approach, sc scenario, g int, d
 		var err error
 		if sum0, _, err = a.stored(ctx, sc); err != nil {
 			r.Check = "read: " + err.Error()
+			return r
+		}
+	}
+	if b.settle != nil {
+		if err := b.settle(ctx); err != nil {
+			r.Check = "settle: " + err.Error()
 			return r
 		}
 	}
@@ -323,7 +333,8 @@ func burstCheck(ctx context.Context, a *approach) string {
 }
 
 // medianOf keeps the round with the median throughput; the check fails
-// when any round's did, and errors add up.
+// when any round's did, and errors add up. It keeps every round's
+// throughput too, for the ratios.
 func medianOf(rounds []result) result {
 	sorted := slices.Clone(rounds)
 	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(a.PerSecond(), b.PerSecond()) })
@@ -336,5 +347,34 @@ func medianOf(rounds []result) result {
 		}
 	}
 	m.Rounds = len(rounds)
+	m.PerRound = nil
+	for _, r := range rounds {
+		m.PerRound = append(m.PerRound, r.PerSecond())
+	}
 	return m
+}
+
+// speedup is how many times faster a is than b: the median over rounds of
+// a's throughput over b's in the same round, so that a slow round (the
+// machine busy with something else, the server checkpointing) falls on
+// both sides of each ratio. Without matching rounds it is the ratio of the
+// medians.
+func speedup(a, b result) float64 {
+	if len(a.PerRound) == 0 || len(a.PerRound) != len(b.PerRound) {
+		return a.PerSecond() / b.PerSecond()
+	}
+	rs := make([]float64, 0, len(a.PerRound))
+	for i, x := range a.PerRound {
+		if b.PerRound[i] > 0 {
+			rs = append(rs, x/b.PerRound[i])
+		}
+	}
+	if len(rs) == 0 {
+		return 0
+	}
+	slices.Sort(rs)
+	if len(rs)%2 == 1 {
+		return rs[len(rs)/2]
+	}
+	return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
 }

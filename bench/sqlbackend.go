@@ -274,3 +274,16 @@ func (e *sqlEnv) close() {
 }
 
 var errNoRow = errors.New("the key has no row")
+
+// settle vacuums the run's tables on PostgreSQL before each cell, so that
+// every cell starts on tables without the dead row versions the cells
+// before it left, as autovacuum would keep them (a server may run with it
+// off, or it may not have come round yet): otherwise an approach measured
+// later in a round pays for the updates of those before it.
+func (e *sqlEnv) settle(ctx context.Context) error {
+	if e.dialect != gen.Postgres {
+		return nil
+	}
+	_, err := e.pool.ExecContext(ctx, "VACUUM "+e.rlName+", "+e.akName)
+	return err
+}
