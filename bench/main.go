@@ -330,7 +330,11 @@ func approachNames(db string) []string {
 	if db == "redis" {
 		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName}
 	}
-	names := []string{floorName, referenceName, lockingName, betterAuthName}
+	names := []string{floorName}
+	if db == "postgres" {
+		names = append(names, pgxFloorName)
+	}
+	names = append(names, referenceName, lockingName, betterAuthName)
 	for _, suffix := range []string{incrementSuffix, limiterSuffix, gcraSuffix, slidingSuffix, combiningSuffix, verifySuffix} {
 		for _, o := range ormNames {
 			if (suffix == combiningSuffix || suffix == gcraSuffix || suffix == slidingSuffix) && o != "sql" {

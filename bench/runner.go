@@ -63,6 +63,7 @@ type kind string
 
 const (
 	kindFloor     kind = "floor"
+	kindPgxFloor  kind = "floor-pgx"
 	kindReference kind = "reference"
 	kindLocking   kind = "locking"
 	kindIncrement kind = "increment"

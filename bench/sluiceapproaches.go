@@ -119,6 +119,7 @@ func (e *sqlEnv) openPgx(opt core.Option) (*core.DB, error) {
 		return nil, err
 	}
 	e.cleanup = append(e.cleanup, pool.Close)
+	e.pgx = pool
 	return sluicepgx.Open(ctx, pool, opt)
 }
 
@@ -341,7 +342,7 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	if err != nil {
 		return nil, err
 	}
-	b := &backend{name: name, version: e.version(ctx), keys: cfg.keys, roundTrips: e.rt.Load, close: e.close}
+	b := &backend{name: name, version: e.version(ctx), keys: cfg.keys, roundTrips: e.rt.Load, close: e.close, settle: e.settle}
 	fail := func(err error) (*backend, error) {
 		e.close()
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -353,7 +354,11 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	if err := e.seedAPIKeys(ctx, orms[0].db, cfg.keys); err != nil {
 		return fail(fmt.Errorf("seeding API keys: %w", err))
 	}
-	b.approaches = []*approach{e.floor(), e.reference(), e.locking(), e.betterAuthVerify()}
+	b.approaches = []*approach{e.floor()}
+	if e.pgx != nil {
+		b.approaches = append(b.approaches, e.pgxFloor())
+	}
+	b.approaches = append(b.approaches, e.reference(), e.locking(), e.betterAuthVerify())
 	for _, o := range orms {
 		b.approaches = append(b.approaches, e.increment(o))
 	}

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -15,6 +17,7 @@ import (
 // The approaches' names, as the table shows them.
 const (
 	floorName       = "SQL floor: guarded UPDATE"
+	pgxFloorName    = "SQL floor on pgx's pool: guarded UPDATE"
 	referenceName   = "SQL reference: read, then guarded write"
 	lockingName     = "SQL pessimistic: SELECT … FOR UPDATE"
 	incrementSuffix = " IncrementOne"
@@ -87,6 +90,24 @@ func (e *sqlEnv) rawApproach(name string, k kind, label string, decide func(ctx 
 // floor is one guarded UPDATE per decision: the least any approach can do.
 func (e *sqlEnv) floor() *approach {
 	return e.rawApproach(floorName, kindFloor, "floor", e.guardedUpdate())
+}
+
+// pgxFloor is the floor's statement on the pgx adapter's own pool, written
+// by hand in pgx: what the pgx adapter's limiter is measured against, since
+// a pool of its own, with server sessions of its own, idle while the other
+// approaches run, is not in the same state as the main one.
+func (e *sqlEnv) pgxFloor() *approach {
+	q := fmt.Sprintf("UPDATE %s SET %s = %s + 1 WHERE %s = $1 AND %s > $2 AND %s < $3 RETURNING %s",
+		e.rlName, e.cCount, e.cCount, e.cKey, e.cLast, e.cCount, e.cCount)
+	decide := func(ctx context.Context, key string, max int64) (bool, error) {
+		var c int64
+		err := e.pgx.QueryRow(ctx, q, key, time.Now().UnixMilli()-window.Milliseconds(), max).Scan(&c)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return err == nil, err
+	}
+	return e.rawApproach(pgxFloorName, kindPgxFloor, "pgx-floor", decide)
 }
 
 // reference is the algorithm of Better Auth's database storage as the seed

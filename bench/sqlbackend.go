@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -30,7 +31,8 @@ type sqlEnv struct {
 	name    string
 	dialect gen.Dialect
 	pool    *sql.DB
-	dsn     string // the pool's DSN, for the pgx adapter's own pool
+	pgx     *pgxpool.Pool // the pgx adapter's own pool, on PostgreSQL
+	dsn     string        // the pool's DSN, for the pgx adapter's own pool
 	conns   int
 	rt      atomic.Int64
 	schema  *core.Schema
