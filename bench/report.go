@@ -137,9 +137,9 @@ func (r *report) ratios() []ratio {
 			continue
 		}
 		binding := db == "postgres"
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor", Scenario: uniformKeys, Target: 0.85, Binding: binding,
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor", Scenario: uniformKeys, Target: 0.9, Binding: binding,
 			Values: perAdapter(db, kindLimiter, kindFloor, uniformKeys, uniformKeys)})
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor", Scenario: hotKey, Target: 0.85, Binding: binding,
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor", Scenario: hotKey, Target: 0.9, Binding: binding,
 			Values: perAdapter(db, kindLimiter, kindFloor, hotKey, hotKey)})
 		// The pgx adapter runs on a pool of its own: it is held to the
 		// floor on that pool too.
@@ -151,8 +151,8 @@ func (r *report) ratios() []ratio {
 			}
 			return []namedValue{{"pgx", speedup(n, d)}}
 		}
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: uniformKeys, Target: 0.85, Binding: binding, Values: pgxFloor(uniformKeys)})
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: hotKey, Target: 0.85, Binding: binding, Values: pgxFloor(hotKey)})
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: uniformKeys, Target: 0.9, Binding: binding, Values: pgxFloor(uniformKeys)})
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: hotKey, Target: 0.9, Binding: binding, Values: pgxFloor(hotKey)})
 		add(ratio{DB: db, What: "rate limiter ÷ read-then-write reference", Scenario: uniformKeys, Target: 1.5, Binding: binding,
 			Values: perAdapter(db, kindLimiter, kindReference, uniformKeys, uniformKeys)})
 		add(ratio{DB: db, What: "rate limiter ÷ pessimistic locking", Scenario: hotKey, Target: 2, Binding: binding,
