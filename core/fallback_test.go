@@ -303,15 +303,17 @@ func TestFallbackBurst(t *testing.T) {
 }
 
 // TestFallbackBurstDeadline runs the same burst with a deadline too short
-// for it: every call ends by the deadline (give or take the scheduler), with
-// its unit or with the context's error rather than ErrContention, and the
-// counter still agrees with the units taken.
+// for it: every call ends with its unit or with the context's error rather
+// than ErrContention, no call begins another attempt once the deadline has
+// passed (one already begun may finish), and the counter still agrees with
+// the units taken.
 func TestFallbackBurstDeadline(t *testing.T) {
 	const callers = 64
 	const timeout = 5 * time.Millisecond
 	for name, adapter := range burstAdapters {
 		t.Run(name, func(t *testing.T) {
-			db := mustNew(t, adapter(memory.New()))
+			var late atomic.Int64
+			db := mustNew(t, lateBegins{adapter(memory.New()), &late})
 			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": callers})
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
@@ -334,9 +336,17 @@ func TestFallbackBurstDeadline(t *testing.T) {
 			if final := mustFind(t, db, core.ModelRateLimit).Int("count"); final != callers-taken.Load() {
 				t.Errorf("%d units taken but the counter went from %d to %d", taken.Load(), callers, final)
 			}
-			// A call that went on retrying would run for up to FallbackMaxWait;
-			// the margin only absorbs the scheduler of a busy machine.
-			if w := time.Duration(worst.Load()); w > 100*time.Millisecond {
+			// A call checks its context before each attempt, so at most the
+			// attempt whose check just beat the deadline begins after it: one
+			// per call. Counting attempts, unlike timing the calls, holds
+			// however long a busy machine leaves a goroutine unscheduled.
+			if n := late.Load(); n > callers {
+				t.Errorf("%d attempts began after the deadline, more than one per call: calls went on retrying", n)
+			}
+			// A call that went on pausing without heeding its context would
+			// run for up to FallbackMaxWait (about 3 s); the margin absorbs
+			// the scheduler of a machine busy with other tests under -race.
+			if w := time.Duration(worst.Load()); w > time.Second {
 				t.Errorf("the last call ended %v after the deadline", w)
 			}
 			if expired.Load() == 0 {
@@ -345,6 +355,19 @@ func TestFallbackBurstDeadline(t *testing.T) {
 			t.Logf("%d took their unit, %d ended with the deadline, the last %v after it", taken.Load(), expired.Load(), time.Duration(worst.Load()))
 		})
 	}
+}
+
+// lateBegins counts the transactions begun with a context already done.
+type lateBegins struct {
+	core.Adapter
+	n *atomic.Int64
+}
+
+func (l lateBegins) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+	if ctx.Err() != nil {
+		l.n.Add(1)
+	}
+	return l.Adapter.(core.Transactor).Transaction(ctx, fn)
 }
 
 // roundTrips makes every read and write inside a transaction take at least
