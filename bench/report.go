@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -143,16 +144,13 @@ func (r *report) ratios() []ratio {
 			Values: perAdapter(db, kindLimiter, kindFloor, hotKey, hotKey)})
 		// The pgx adapter runs on a pool of its own: it is held to the
 		// floor on that pool too.
-		pgxFloor := func(sc scenario) []namedValue {
-			n, ok1 := r.find(db, kindLimiter, "pgx", sc, g)
-			d, ok2 := r.find(db, kindPgxFloor, "", sc, g)
-			if !ok1 || !ok2 || d.PerSecond() == 0 {
-				return nil
-			}
-			return []namedValue{{"pgx", speedup(n, d)}}
+		onlyPgx := func(vs []namedValue) []namedValue {
+			return slices.DeleteFunc(vs, func(v namedValue) bool { return v.Name != "pgx" })
 		}
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: uniformKeys, Target: 0.9, Binding: binding, Values: pgxFloor(uniformKeys)})
-		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: hotKey, Target: 0.9, Binding: binding, Values: pgxFloor(hotKey)})
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: uniformKeys, Target: 0.9, Binding: binding,
+			Values: onlyPgx(perAdapter(db, kindLimiter, kindPgxFloor, uniformKeys, uniformKeys))})
+		add(ratio{DB: db, What: "rate limiter ÷ SQL floor on pgx's pool", Scenario: hotKey, Target: 0.9, Binding: binding,
+			Values: onlyPgx(perAdapter(db, kindLimiter, kindPgxFloor, hotKey, hotKey))})
 		add(ratio{DB: db, What: "rate limiter ÷ read-then-write reference", Scenario: uniformKeys, Target: 1.5, Binding: binding,
 			Values: perAdapter(db, kindLimiter, kindReference, uniformKeys, uniformKeys)})
 		add(ratio{DB: db, What: "rate limiter ÷ pessimistic locking", Scenario: hotKey, Target: 2, Binding: binding,

@@ -40,12 +40,7 @@ var errContention = errors.New("lost the race 10 times")
 // affected-row count as the answer.
 func (e *sqlEnv) guardedUpdate() func(ctx context.Context, key string, max int64) (bool, error) {
 	returning := e.dialect != gen.MySQL
-	q := fmt.Sprintf("UPDATE %s SET %s = %s + 1 WHERE %s = ? AND %s > ? AND %s < ?",
-		e.rlName, e.cCount, e.cCount, e.cKey, e.cLast, e.cCount)
-	if returning {
-		q += " RETURNING " + e.cCount
-	}
-	q = e.sql(q)
+	q := e.floorStatement()
 	return func(ctx context.Context, key string, max int64) (bool, error) {
 		since := time.Now().UnixMilli() - window.Milliseconds()
 		if returning {
@@ -63,6 +58,17 @@ func (e *sqlEnv) guardedUpdate() func(ctx context.Context, key string, max int64
 		n, err := res.RowsAffected()
 		return n == 1, err
 	}
+}
+
+// floorStatement is the floor's SQL in the dialect's placeholders: the
+// key, the window's start and the limit are its arguments.
+func (e *sqlEnv) floorStatement() string {
+	q := fmt.Sprintf("UPDATE %s SET %s = %s + 1 WHERE %s = ? AND %s > ? AND %s < ?",
+		e.rlName, e.cCount, e.cCount, e.cKey, e.cLast, e.cCount)
+	if e.dialect != gen.MySQL {
+		q += " RETURNING " + e.cCount
+	}
+	return e.sql(q)
 }
 
 // rawApproach builds an approach on the rate-limit rows from a decision on
@@ -97,8 +103,7 @@ func (e *sqlEnv) floor() *approach {
 // a pool of its own, with server sessions of its own, idle while the other
 // approaches run, is not in the same state as the main one.
 func (e *sqlEnv) pgxFloor() *approach {
-	q := fmt.Sprintf("UPDATE %s SET %s = %s + 1 WHERE %s = $1 AND %s > $2 AND %s < $3 RETURNING %s",
-		e.rlName, e.cCount, e.cCount, e.cKey, e.cLast, e.cCount, e.cCount)
+	q := e.floorStatement()
 	decide := func(ctx context.Context, key string, max int64) (bool, error) {
 		var c int64
 		err := e.pgx.QueryRow(ctx, q, key, time.Now().UnixMilli()-window.Milliseconds(), max).Scan(&c)

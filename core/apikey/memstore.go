@@ -165,7 +165,6 @@ func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (
 			return ClaimResult{}, err
 		}
 		if owner != nil { // rewritten as is when none of its limits was spent
-
 			ob, err := json.Marshal(owner)
 			if err != nil {
 				return ClaimResult{}, err
