@@ -7,6 +7,7 @@ import (
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -98,6 +99,37 @@ func BenchmarkLimiter(b *testing.B) {
 			for b.Loop() {
 				if d, err := lim.Consume(e.ctx, "hot", rule); err != nil || !d.Allowed {
 					b.Fatal(d, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkVerify is one allowed API-key verification through the engine,
+// in steady state (the key remembered, one guarded write): compare its
+// allocs/op with BenchmarkLimiter's, and profile it with -memprofile.
+//
+//	go test -run '^$' -bench Verify -benchmem ./adapters/sql/sqltest
+func BenchmarkVerify(b *testing.B) {
+	for _, be := range allBackends()[:3] {
+		b.Run(be.name, func(b *testing.B) {
+			e := newEnv(b, be)
+			m, err := apikey.New(e.db)
+			if err != nil {
+				b.Fatal(err)
+			}
+			plain, _, err := m.Create(e.ctx, apikey.CreateParams{ReferenceID: "bench",
+				RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Hour, Max: 1 << 40}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r, err := m.Verify(e.ctx, plain); err != nil || !r.Valid {
+				b.Fatal(r, err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, err := m.Verify(e.ctx, plain); err != nil || !r.Valid {
+					b.Fatal(r, err)
 				}
 			}
 		})
