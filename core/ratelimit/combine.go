@@ -27,14 +27,13 @@ type combiner struct {
 	// exactness tests catch it.
 	bound func(max, k int64) int64
 
-	// inFlight is how many writes one key may have in flight: 2. With
-	// one, the callers a write releases come back while the next write is
-	// already in flight and wait for it to end before theirs can start,
-	// so each caller waits for two writes; a second write lets them go at
-	// once. More than two split the callers into smaller batches that wait
-	// for each other's row lock. Measured at 32 goroutines on a hot key
-	// (cmd bench): 2 was 1.2-1.3 times as fast as 1 on MariaDB and
-	// PostgreSQL; 3 and 4 were slower than 2 on both.
+	// inFlight is how many writes one key may have in flight: 2. A
+	// second write lets the callers released by one write go again while
+	// the other is in flight, where with one they would wait for it to
+	// end; on MariaDB, whose InnoDB frees a row's lock before the commit
+	// is durable, the two writes also share one log flush. More than two
+	// split the callers into smaller batches that wait for each other's
+	// row lock (measured on PostgreSQL and MariaDB: 3 and 4 were slower).
 	inFlight int
 }
 
