@@ -26,19 +26,10 @@ type combiner struct {
 	// before it. Tests replace it with a broken one to show that the
 	// exactness tests catch it.
 	bound func(max, k int64) int64
-
-	// inFlight is how many writes one key may have in flight: 2. A
-	// second write lets the callers released by one write go again while
-	// the other is in flight, where with one they would wait for it to
-	// end; on MariaDB, whose InnoDB frees a row's lock before the commit
-	// is durable, the two writes also share one log flush. More than two
-	// split the callers into smaller batches that wait for each other's
-	// row lock (measured on PostgreSQL and MariaDB: 3 and 4 were slower).
-	inFlight int
 }
 
 func newCombiner(s *dbStorage) *combiner {
-	return &combiner{s: s, lines: map[lineKey]*line{}, bound: func(max, k int64) int64 { return max - k }, inFlight: 2}
+	return &combiner{s: s, lines: map[lineKey]*line{}, bound: func(max, k int64) int64 { return max - k }}
 }
 
 // lineKey is what callers must share to go in one write: the same row and
@@ -49,18 +40,15 @@ type lineKey struct {
 	mode Mode
 }
 
-// line is one key's state while writes for it are in flight; the callers
-// that arrive while it has all it may have queue for the next write. An
-// idle line is deleted, so the map holds only keys with a write in
-// flight. Callers queue only on a full line, and a write that ends hands
-// the whole queue on before the line has room, so no caller waits on a
-// line with room.
+// line is one key's state while a write for it is in flight (busy); the
+// callers that arrive meanwhile queue for the next write. An idle line is
+// deleted, so the map holds only keys with a write in flight.
 type line struct {
-	writes int // in flight, at most combiner.inFlight
-	queue  []*waiter
+	busy  bool
+	queue []*waiter
 }
 
-// waiter is a caller queued on a full line.
+// waiter is a caller queued on a busy line.
 type waiter struct {
 	ctx       context.Context
 	cost, now int64
@@ -73,10 +61,10 @@ type waiter struct {
 	err   error
 }
 
-// consume decides like dbStorage.consume. A caller that finds its key's
-// line with room takes the ordinary path at once, so a key that is not
-// hot pays no wait; one that finds it full queues and goes in the next
-// write, together with everyone else queued by then.
+// consume decides like dbStorage.consume. A caller that finds no write in
+// flight for its key takes the ordinary path at once, so a key that is not
+// hot pays no wait; one that finds a write in flight queues and goes in
+// the next write, together with everyone else queued by then.
 func (c *combiner) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
 	// The checks run before queueing: a batch never calls them for its
 	// followers.
@@ -96,11 +84,11 @@ func (c *combiner) consume(ctx context.Context, key string, rule Rule, cost, now
 		ln = &line{}
 		c.lines[lk] = ln
 	}
-	if ln.writes < c.inFlight {
-		ln.writes++
+	if !ln.busy {
+		ln.busy = true
 		c.mu.Unlock()
-		// A caller that finds room goes alone, on the ordinary path,
-		// which also opens and resets windows. The hand-off is
+		// The first caller of a busy spell goes alone, on the ordinary
+		// path, which also opens and resets windows. The hand-off is
 		// deferred so that even a panicking storage frees the line.
 		defer c.handOff(lk, ln)
 		return c.s.consume(ctx, key, rule, cost, now, m, attempts)
@@ -131,8 +119,8 @@ func (c *combiner) consume(ctx context.Context, key string, rule Rule, cost, now
 }
 
 // handOff ends a write on ln: the callers queued meanwhile become the next
-// batch, led by the first of them, or the line has room for one more.
-// Callers whose context ended while queued are turned away uncounted.
+// batch, led by the first of them, or the line goes idle. Callers whose
+// context ended while queued are turned away uncounted.
 func (c *combiner) handOff(lk lineKey, ln *line) {
 	c.mu.Lock()
 	batch := ln.queue[:0]
@@ -146,9 +134,8 @@ func (c *combiner) handOff(lk lineKey, ln *line) {
 	}
 	ln.queue = nil
 	if len(batch) == 0 {
-		if ln.writes--; ln.writes == 0 {
-			delete(c.lines, lk)
-		}
+		ln.busy = false
+		delete(c.lines, lk)
 	} else {
 		batch[0].lead = batch
 		close(batch[0].ready)

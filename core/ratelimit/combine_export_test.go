@@ -14,11 +14,3 @@ func Queued(l *Limiter) int {
 // BreakCombinedGuard makes l's combined claims guard on count ≤ max − 1
 // whatever they claim, the bug of forgetting the claim's size.
 func BreakCombinedGuard(l *Limiter) { l.comb.bound = func(max, _ int64) int64 { return max - 1 } }
-
-// SetWritesInFlight sets how many writes l's write combiner may have in
-// flight on one key: tests of one queue behind one write set 1.
-func SetWritesInFlight(l *Limiter, n int) {
-	l.comb.mu.Lock()
-	defer l.comb.mu.Unlock()
-	l.comb.inFlight = n
-}

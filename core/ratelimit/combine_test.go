@@ -91,9 +91,6 @@ type cluster struct {
 	g     *gatedDB
 	clock *clock
 	procs []*ratelimit.Limiter
-	// inFlight is how many writes each limiter's combiner may have in
-	// flight on one key: 2, as a limiter has, or 1 (oneWriteAtATime).
-	inFlight int
 }
 
 func newCluster(t *testing.T, procs int, fallback bool, opts ...ratelimit.Option) *cluster {
@@ -107,21 +104,12 @@ func newCluster(t *testing.T, procs int, fallback bool, opts ...ratelimit.Option
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &cluster{db: db, g: g, clock: newClock(), inFlight: 2}
+	c := &cluster{db: db, g: g, clock: newClock()}
 	opts = append([]ratelimit.Option{ratelimit.WithClock(c.clock.Now), ratelimit.WithWriteCombining()}, opts...)
 	for range procs {
 		c.procs = append(c.procs, newLimiter(t, ratelimit.Database(db), opts...))
 	}
 	return c
-}
-
-// oneWriteAtATime lets each limiter's combiner have one write in flight
-// per key, not two: the tests of one queue behind one write.
-func (c *cluster) oneWriteAtATime() {
-	c.inFlight = 1
-	for _, l := range c.procs {
-		ratelimit.SetWritesInFlight(l, 1)
-	}
 }
 
 // stored returns the key's stored count.
@@ -151,9 +139,8 @@ type outcome struct {
 
 // burst sends n requests on key at once, request i through limiter
 // i mod procs with cost(i). With forced set, every write is held until
-// each limiter has its writes in flight (c.inFlight) and every other
-// request queued behind them, so each limiter then serves its queue as one
-// batch.
+// each limiter has one write in flight and every other request queued
+// behind it, so each limiter then serves its queue as one batch.
 func (c *cluster) burst(t *testing.T, key string, rule ratelimit.Rule, n int, cost func(int) int64, forced bool) []outcome {
 	t.Helper()
 	outs := make([]outcome, n)
@@ -169,7 +156,7 @@ func (c *cluster) burst(t *testing.T, key string, rule ratelimit.Rule, n int, co
 		})
 	}()
 	if forced {
-		p := len(c.procs) * c.inFlight
+		p := len(c.procs)
 		eventually(t, fmt.Sprintf("%d writes are in flight and %d requests queued", p, n-p), func() bool {
 			return c.g.held.Load() == int64(p) && c.queued() == n-p
 		})
@@ -320,7 +307,7 @@ func TestWriteCombiningForcedBatches(t *testing.T) {
 // TestBrokenCombinerIsCaught: a combiner whose guard ignores the claim's
 // size (count ≤ max − 1 instead of max − k) admits a whole batch past the
 // limit, and the exactness check above reports it. The key starts with 10
-// units spent, so the first batch of 48 claims more than the 40 left
+// units spent, so the first batch of 49 claims more than the 40 left
 // whichever limiter writes first.
 func TestBrokenCombinerIsCaught(t *testing.T) {
 	rule := ratelimit.Rule{Window: time.Minute, Max: 50}
@@ -342,7 +329,6 @@ func TestBrokenCombinerIsCaught(t *testing.T) {
 // go in one further write when they all fit.
 func TestCombiningTakesOneWritePerBatch(t *testing.T) {
 	c := newCluster(t, 1, false)
-	c.oneWriteAtATime()
 	rule := ratelimit.Rule{Window: time.Minute, Max: 1000}
 	outs := c.burst(t, "hot", rule, 200, unit, true)
 	if p := exactness(rule.Max, c.stored(t, "hot"), outs); len(p) > 0 || c.stored(t, "hot") != 200 {
@@ -355,56 +341,11 @@ func TestCombiningTakesOneWritePerBatch(t *testing.T) {
 	}
 }
 
-// TestSecondWriteInFlight: while one write on a key is in flight, the
-// next caller goes alone in a second one (which a database that releases
-// row locks before its commit is durable, as InnoDB does, runs alongside);
-// while both are in flight callers queue, and all of them are decided
-// exactly when the writes end.
-func TestSecondWriteInFlight(t *testing.T) {
-	c := newCluster(t, 1, false)
-	l := c.procs[0]
-	rule := ratelimit.Rule{Window: time.Minute, Max: 100}
-	ctx := context.Background()
-	if d, err := l.Consume(ctx, "hot", rule); err != nil || !d.Allowed { // the row exists
-		t.Fatalf("%+v, %v", d, err)
-	}
-	c.g.hold()
-	const n = 10
-	outs := make([]outcome, 2+n)
-	var wg sync.WaitGroup
-	for i := range 2 {
-		wg.Go(func() { outs[i].cost = 1; outs[i].d, outs[i].err = l.Consume(ctx, "hot", rule) })
-		eventually(t, fmt.Sprintf("write %d is in flight", i+1), func() bool { return c.g.held.Load() == int64(i+1) })
-	}
-	if q := ratelimit.Queued(l); q != 0 {
-		t.Fatalf("%d callers queued behind one write; the second should have gone alone", q)
-	}
-	for i := range n {
-		wg.Go(func() { outs[2+i].cost = 1; outs[2+i].d, outs[2+i].err = l.Consume(ctx, "hot", rule) })
-	}
-	eventually(t, "the rest are queued", func() bool { return ratelimit.Queued(l) == n })
-	writes := c.g.writes.Load()
-	c.g.open()
-	wg.Wait()
-	for i, o := range outs {
-		if o.err != nil || !o.d.Allowed {
-			t.Errorf("caller %d: %+v, %v; want allowed", i, o.d, o.err)
-		}
-	}
-	if got := c.stored(t, "hot"); got != 1+2+n {
-		t.Errorf("stored count %d, want %d", got, 1+2+n)
-	}
-	if w := c.g.writes.Load() - writes; w != 1 {
-		t.Errorf("%d writes for the %d queued callers, want 1", w, n)
-	}
-}
-
 // TestCancelledFollowersAreNotCounted: callers whose context ends while
 // they wait for the next write leave with their context's error and
 // spend nothing.
 func TestCancelledFollowersAreNotCounted(t *testing.T) {
 	c := newCluster(t, 1, false)
-	c.oneWriteAtATime()
 	l := c.procs[0]
 	rule := ratelimit.Rule{Window: time.Minute, Max: 100}
 	c.g.hold()
@@ -457,7 +398,6 @@ func TestClaimedFollowersKeepTheirDecision(t *testing.T) {
 	for _, everyone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("everyone_gone=%v", everyone), func(t *testing.T) {
 			c := newCluster(t, 1, false)
-			c.oneWriteAtATime()
 			l := c.procs[0]
 			rule := ratelimit.Rule{Window: time.Minute, Max: 100}
 			c.g.hold()
@@ -520,7 +460,6 @@ func TestClaimedFollowersKeepTheirDecision(t *testing.T) {
 // exactly max.
 func TestCombinedBatchOpensTheNextWindow(t *testing.T) {
 	c := newCluster(t, 1, false)
-	c.oneWriteAtATime()
 	l := c.procs[0]
 	rule := ratelimit.Rule{Window: time.Minute, Max: 50}
 	ctx := context.Background()
@@ -568,7 +507,6 @@ func TestCombinedBatchOpensTheNextWindow(t *testing.T) {
 // caller waiting forever and no key stuck behind a write that never ends.
 func TestPanickingStorageFreesTheKey(t *testing.T) {
 	c := newCluster(t, 1, false)
-	c.oneWriteAtATime()
 	l := c.procs[0]
 	rule := ratelimit.Rule{Window: time.Minute, Max: 100}
 	ctx := context.Background()

@@ -101,11 +101,11 @@
 // # Write combining
 //
 // With [WithWriteCombining], concurrent decisions of one limiter on one
-// key and rule share guarded writes. A request that finds fewer than two
-// writes for its key in flight goes alone, on the path above, so a key
-// that is not hot waits for nothing. Requests that arrive while two writes
-// are in flight queue, and when one of them ends they all go in the next
-// write, run by the first of them: count += k, the sum of their costs, guarded on the key, the
+// key and rule share guarded writes. A request that finds no write for its
+// key in flight goes alone, on the path above, so a key that is not hot
+// waits for nothing. Requests that arrive while a write is in flight
+// queue, and when it ends they all go in the next write, run by the first
+// of them: count += k, the sum of their costs, guarded on the key, the
 // live window and count ≤ max − k. When it matches, each is admitted with
 // the count it would have had if they had been served one after another
 // in arrival order. When it misses, the row is read: requests whose cost
@@ -137,7 +137,7 @@
 //
 // Combining pays where writes to one row wait for each other, as a
 // database's do on a hot row: one write then admits a whole batch. Each
-// key has at most two writes in flight per limiter.
+// key has at most one write in flight per limiter.
 //
 // # GCRA
 //
