@@ -144,3 +144,42 @@ func TestCostAboveOne(t *testing.T) {
 		})
 	}
 }
+
+// TestMemoryDefaultClockIsWallTime: a limiter on Memory without WithClock
+// counts time from the monotonic clock, but from the wall time at New: a
+// decision's Reset is the wall time of its window's end, as with any other
+// storage, and windows still end.
+func TestMemoryDefaultClockIsWallTime(t *testing.T) {
+	l, err := ratelimit.New(ratelimit.Memory(16))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := ratelimit.Rule{Window: time.Hour, Max: 2}
+	before := time.Now()
+	d, err := l.Consume(context.Background(), "k", rule)
+	after := time.Now()
+	if err != nil || !d.Allowed {
+		t.Fatalf("%+v, %v", d, err)
+	}
+	// Reset is in whole milliseconds: allow one either side.
+	lo, hi := before.Add(rule.Window-time.Millisecond), after.Add(rule.Window+time.Millisecond)
+	if d.Reset.Before(lo) || d.Reset.After(hi) {
+		t.Errorf("Reset %v, want between %v and %v (an hour after the call)", d.Reset, lo, hi)
+	}
+	// A short window ends by the monotonic clock: wait for it without a
+	// sleep standing in for synchronisation, by polling the deadline.
+	short := ratelimit.Rule{Window: 2 * time.Millisecond, Max: 1}
+	first, err := l.Consume(context.Background(), "s", short)
+	if err != nil || !first.Allowed {
+		t.Fatalf("%+v, %v", first, err)
+	}
+	if wait := time.Until(first.Reset); wait > time.Second {
+		t.Fatalf("a 2 ms window ends in %v", wait)
+	}
+	for time.Now().Before(first.Reset.Add(time.Millisecond)) {
+		time.Sleep(time.Millisecond)
+	}
+	if d, err := l.Consume(context.Background(), "s", short); err != nil || !d.Allowed {
+		t.Errorf("after the window's end (%v): %+v, %v; want allowed in the next window", first.Reset, d, err)
+	}
+}

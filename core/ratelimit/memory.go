@@ -7,6 +7,11 @@ import "context"
 // expired counters first and, when none has expired, the one whose window
 // ends soonest: that key then starts afresh, a deliberate trade of
 // exactness for bounded memory. Size maxKeys for your number of live keys.
+//
+// Without [WithClock], a limiter on Memory reads the wall time once, when
+// it is made, and the monotonic clock from then on: its windows live in
+// this process alone, so a step of the wall clock (set by hand, or by NTP)
+// does not move them.
 func Memory(maxKeys int) Storage {
 	s := &memStorage{maxKeys: maxKeys}
 	if maxKeys > 0 {
