@@ -57,16 +57,10 @@ type Limiter struct {
 	comb     *combiner           // nil: no write combining
 	observe  func(context.Context, Event)
 
-	// sinceStart makes the time of a limiter on [Memory] storage with the
-	// default clock the wall time at New (start, startNanos) plus the
-	// monotonic time elapsed since. Its windows live in this process
-	// alone, so they need no agreement with other machines' clocks, and a
-	// step of the wall clock (set by hand, or by NTP) does not move them.
-	// It also reads one clock where time.Now reads two: on a machine
-	// whose clock reads are slow, a third of a memory decision's cost.
-	sinceStart bool
-	start      time.Time
-	startNanos int64
+	// start, when set, is the time at New of a limiter on [Memory] with
+	// the default clock, which counts from it by the monotonic clock (see
+	// [Memory]): one clock read per decision where time.Now takes two.
+	start time.Time
 
 	mu        sync.Mutex // guards pruners and closed
 	pruners   []chan struct{}
@@ -179,13 +173,13 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	if o.combine {
 		l.comb = newCombiner(ds)
 	}
-	if _, inMemory := s.(*memStorage); inMemory && !o.clockSet {
+	_, inMemory := s.(*memStorage)
+	if inMemory && !o.clockSet {
 		l.start = time.Now()
-		l.startNanos, l.sinceStart = l.start.UnixNano(), true
 	}
 	// Memory storage answers a denial with the same lock and lookup the
 	// cache would cost, so it goes without one.
-	if _, inMemory := s.(*memStorage); o.cache > 0 && !inMemory {
+	if o.cache > 0 && !inMemory {
 		l.denials = newBoundedMap(o.cache, func(d denial) int64 { return d.until })
 	}
 	return l, nil
@@ -316,8 +310,8 @@ func (l *Limiter) CheckSchema(ctx context.Context) error {
 
 // now reads the clock in epoch milliseconds, the storages' resolution.
 func (l *Limiter) now() int64 {
-	if l.sinceStart {
-		return (l.startNanos + int64(time.Since(l.start))) / int64(time.Millisecond)
+	if !l.start.IsZero() {
+		return (l.start.UnixNano() + int64(time.Since(l.start))) / int64(time.Millisecond)
 	}
 	return l.clock().UnixMilli()
 }
