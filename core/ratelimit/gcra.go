@@ -61,14 +61,13 @@ func gcraPeek(rule Rule, t, tat, now int64) state {
 // fits, (c − 1)·T after the one a request of cost 1 fits, which is what
 // the state (and the denial cache) holds. A cost above Max never fits and
 // keeps the state's Reset.
-func (l *Limiter) gcraRetry(d Decision, rule Rule, now, cost int64) Decision {
+func (l *Limiter) gcraRetry(d *Decision, rule Rule, now, cost int64) {
 	if l.mode != GCRA || d.Allowed || cost <= 1 || cost > rule.Max {
-		return d
+		return
 	}
 	at := d.Reset.UnixMilli() + (cost-1)*gcraInterval(rule)
 	d.Reset = time.UnixMilli(at).UTC()
 	d.RetryAfter = time.Duration(max(at-now, 0)) * time.Millisecond
-	return d
 }
 
 // consumeGCRA keeps the tat in the rateLimit row's lastRequest (count stays

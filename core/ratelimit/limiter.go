@@ -214,7 +214,7 @@ func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int6
 	return l.consumeN(ctx, key, rule, cost)
 }
 
-func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
+func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int64) (d Decision, err error) {
 	if err := l.usable(); err != nil {
 		return Decision{Limit: rule.Max}, err
 	}
@@ -222,35 +222,30 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 	if err := l.validate(key, rule, cost); err != nil {
 		return Decision{Limit: rule.Max}, err
 	}
-	w := rule.Window.Milliseconds()
-	if rule.Max == 0 {
-		return decide(rule, now, state{reset: now + w}), nil
-	}
-	if d, ok := l.cached(key, rule, now); ok {
-		return l.gcraRetry(d, rule, now, cost), nil
-	}
-	var (
-		st  state
-		err error
-	)
-	if cost == 0 || cost > rule.Max {
+	st, ok := l.cached(key, rule, now)
+	switch {
+	case rule.Max == 0:
+		st = state{reset: now + rule.Window.Milliseconds()}
+	case ok:
+	case cost == 0 || cost > rule.Max:
 		st, err = l.peek(ctx, key, rule, now)
 		if cost > rule.Max {
 			st.allowed = false
 		}
-	} else if l.comb != nil {
+	case l.comb != nil:
 		st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
-	} else {
+	default:
 		st, err = l.consume(ctx, key, rule, cost, now)
 	}
 	if err != nil {
 		open := l.failOpen && outage(ctx, err)
 		return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
 	}
-	if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
+	if !ok && !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
 		l.denials.put(key, denial{until: st.reset, rule: rule}, now)
 	}
-	return l.gcraRetry(decide(rule, now, st), rule, now, cost), nil
+	l.decide(&d, rule, now, cost, st)
+	return d, nil
 }
 
 // outage reports whether err is a failure of the storage, which the
@@ -316,13 +311,15 @@ func (l *Limiter) now() int64 {
 	return l.clock().UnixMilli()
 }
 
-func decide(rule Rule, now int64, st state) Decision {
-	d := Decision{Allowed: st.allowed, Limit: rule.Max, Remaining: max(rule.Max-st.count, 0),
+// decide turns a storage's state into the caller's Decision, in place:
+// the struct is large enough that copies show in a memory decision.
+func (l *Limiter) decide(d *Decision, rule Rule, now, cost int64, st state) {
+	*d = Decision{Allowed: st.allowed, Limit: rule.Max, Remaining: max(rule.Max-st.count, 0),
 		Reset: time.UnixMilli(st.reset).UTC()}
 	if !st.allowed {
 		d.RetryAfter = time.Duration(max(st.reset-now, 0)) * time.Millisecond
+		l.gcraRetry(d, rule, now, cost)
 	}
-	return d
 }
 
 // denial is a key known to be full until an instant, under one rule.
@@ -331,15 +328,17 @@ type denial struct {
 	rule  Rule
 }
 
-func (l *Limiter) cached(key string, rule Rule, now int64) (Decision, bool) {
+// cached returns the state of a key the denial cache holds as full under
+// rule.
+func (l *Limiter) cached(key string, rule Rule, now int64) (state, bool) {
 	if l.denials == nil {
-		return Decision{}, false
+		return state{}, false
 	}
 	d, ok := l.denials.get(key, now)
 	if !ok || d.rule != rule {
-		return Decision{}, false
+		return state{}, false
 	}
-	return decide(rule, now, state{count: rule.Max, reset: d.until}), true
+	return state{count: rule.Max, reset: d.until}, true
 }
 
 // lostRace reports a guarded write that lost to a concurrent one inside
