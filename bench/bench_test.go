@@ -66,8 +66,19 @@ func TestQuickRunOnSQLite(t *testing.T) {
 
 	var text bytes.Buffer
 	rep.writeText(&text)
-	if !strings.Contains(text.String(), "ratios at 4 goroutines") || !strings.Contains(text.String(), "rate limiter ÷ SQL floor") {
-		t.Errorf("the text report has no ratios:\n%s", text.String())
+	if !strings.Contains(text.String(), "the goals") || !strings.Contains(text.String(), "target ≤ 80") {
+		t.Errorf("the text report has no goals:\n%s", text.String())
+	}
+	// A goal set at 1 and 32 goroutines is held at 1 and at the run's
+	// largest count here.
+	at := map[int]bool{}
+	for _, q := range rep.ratios() {
+		if q.What == "rate limiter ÷ SQL floor" && q.Scenario == hotKey {
+			at[q.Goroutines] = true
+		}
+	}
+	if !at[1] || !at[4] || len(at) != 2 {
+		t.Errorf("rate limiter ÷ SQL floor, hot key, held at %v goroutines, want 1 and 4", at)
 	}
 	if err := rep.writeFiles(out); err != nil {
 		t.Fatal(err)
@@ -190,5 +201,28 @@ func TestSpeedupPairsRounds(t *testing.T) {
 	a.Decisions, b.Decisions = 300, 100
 	if got := speedup(a, b); got != 3 {
 		t.Errorf("without rounds: speedup %v, want 3 (the medians' ratio)", got)
+	}
+}
+
+// TestVerdictHoldsTheWorstValue checks that a goal is judged on its worst
+// adapter: the least value for a floor, the greatest for a ceiling.
+func TestVerdictHoldsTheWorstValue(t *testing.T) {
+	vs := []namedValue{{"gorm", 0.9}, {"sql", 1.2}}
+	cases := []struct {
+		q    ratio
+		want string
+	}{
+		{ratio{Values: vs, Target: 1, Binding: true}, "MISSED"},
+		{ratio{Values: vs, Target: 0.9, Binding: true}, "met"},
+		{ratio{Values: vs, Target: 1, Binding: false}, "(missed)"},
+		{ratio{Values: vs, Target: 1.2, AtMost: true, Binding: true}, "met"},
+		{ratio{Values: vs, Target: 1, AtMost: true, Binding: true}, "MISSED"},
+		{ratio{Values: vs, Target: 1.5, AtMost: true, Binding: false}, "(met)"},
+		{ratio{Values: vs}, "info"},
+	}
+	for _, c := range cases {
+		if got := c.q.Verdict(); got != c.want {
+			t.Errorf("target %v, at most %v, binding %v: %s, want %s", c.q.Target, c.q.AtMost, c.q.Binding, got, c.want)
+		}
 	}
 }
