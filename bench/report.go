@@ -217,23 +217,29 @@ func (r *report) ratios() []ratio {
 		add(ratio{DB: db, What: "IncrementOne ÷ SQL floor", Scenario: uniformKeys, Goroutines: g,
 			Values: perAdapter(db, kindIncrement, kindFloor, uniformKeys, g)})
 		// Goal 4: a limiter decision allocates at most 15 more times than
-		// the floor's, on every adapter.
-		if f, ok := r.find(db, kindFloor, "", uniformKeys, g); ok {
-			add(ratio{DB: db, What: "rate limiter allocations per decision − SQL floor's", Scenario: uniformKeys, Goroutines: g, Target: 15, AtMost: true, Binding: true,
-				Values: perDecision(db, kindLimiter, uniformKeys, g, func(n result) float64 { return n.Allocs - f.Allocs })})
+		// the floor's, on every adapter; goal 3: a verification takes one
+		// round trip (two on MySQL and MariaDB) and at most 80 allocations.
+		// Both are about the steady state: one goroutine on the hot key when
+		// that was run, where every decision finds its row and no other
+		// writer; on uniform keys a short cell opens a window on most keys.
+		ssc, sg := uniformKeys, g
+		if slices.Contains(r.atBoth(), 1) {
+			ssc, sg = hotKey, 1
 		}
-		// Goal 3: verification against Better Auth's, in one round trip
-		// (two on MySQL and MariaDB) and at most 80 allocations.
+		if f, ok := r.find(db, kindFloor, "", ssc, sg); ok {
+			add(ratio{DB: db, What: "rate limiter allocations per decision − SQL floor's", Scenario: ssc, Goroutines: sg, Target: 15, AtMost: true, Binding: true,
+				Values: perDecision(db, kindLimiter, ssc, sg, func(n result) float64 { return n.Allocs - f.Allocs })})
+		}
 		add(ratio{DB: db, What: "API-key verify ÷ Better Auth's verification", Scenario: uniformKeys, Goroutines: g, Target: 2, Binding: pg,
 			Values: perAdapter(db, kindAPIKey, kindAPIKeyRef, uniformKeys, g)})
 		rts := 1.0
 		if my {
 			rts = 2
 		}
-		add(ratio{DB: db, What: "API-key verify round trips per verification", Scenario: uniformKeys, Goroutines: g, Target: rts, AtMost: true, Binding: true,
-			Values: perDecision(db, kindAPIKey, uniformKeys, g, func(n result) float64 { return n.RoundTrips })})
-		add(ratio{DB: db, What: "API-key verify allocations per verification", Scenario: uniformKeys, Goroutines: g, Target: 80, AtMost: true, Binding: true,
-			Values: perDecision(db, kindAPIKey, uniformKeys, g, func(n result) float64 { return n.Allocs })})
+		add(ratio{DB: db, What: "API-key verify round trips per verification", Scenario: ssc, Goroutines: sg, Target: rts, AtMost: true, Binding: true,
+			Values: perDecision(db, kindAPIKey, ssc, sg, func(n result) float64 { return n.RoundTrips })})
+		add(ratio{DB: db, What: "API-key verify allocations per verification", Scenario: ssc, Goroutines: sg, Target: 80, AtMost: true, Binding: true,
+			Values: perDecision(db, kindAPIKey, ssc, sg, func(n result) float64 { return n.Allocs })})
 	}
 	return out
 }
