@@ -11,6 +11,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // The load of the API-key races.
@@ -107,7 +108,7 @@ func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*F
 			if !db.NativeIncrement() {
 				opts = append(opts, core.WithFallback())
 			}
-			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, rec core.Record) {
+			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, rec driver.Record) {
 				if rec == nil { // a read of named limits
 					r.limitGate.Load().wait(ctx)
 					return

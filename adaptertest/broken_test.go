@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -66,7 +67,7 @@ const (
 // and breaks one rule. Everything else is memory's, so each broken adapter
 // keeps the rest of the contract, which the tests below check.
 type broken struct {
-	inner   core.Adapter // has IncrementOne and Transaction
+	inner   driver.Adapter // has IncrementOne and Transaction
 	how     breakage
 	tx      *txState      // nil outside a transaction
 	victims *atomic.Int64 // writes begun so far, shared by every handle on one store
@@ -84,7 +85,7 @@ var (
 	errDeadlock1213 = errors.New("Error 1213 (40001): Deadlock found when trying to get lock; try restarting transaction")
 )
 
-func (b *broken) wrap(tx core.Adapter, st *txState) *broken {
+func (b *broken) wrap(tx driver.Adapter, st *txState) *broken {
 	return &broken{inner: tx, how: b.how, tx: st, victims: b.victims}
 }
 
@@ -102,8 +103,8 @@ func (b *broken) str(s string) string {
 	return s
 }
 
-func (b *broken) values(in []core.Assignment) []core.Assignment {
-	out := make([]core.Assignment, len(in))
+func (b *broken) values(in []driver.Assignment) []driver.Assignment {
+	out := make([]driver.Assignment, len(in))
 	for i, a := range in {
 		if s, ok := a.Value.(string); ok {
 			a.Value = b.str(s)
@@ -113,8 +114,8 @@ func (b *broken) values(in []core.Assignment) []core.Assignment {
 	return out
 }
 
-func (b *broken) where(in []core.Where) []core.Where {
-	out := make([]core.Where, len(in))
+func (b *broken) where(in []driver.Where) []driver.Where {
+	out := make([]driver.Where, len(in))
 	for i, w := range in {
 		switch v := w.Value.(type) {
 		case string:
@@ -183,42 +184,42 @@ func (b *broken) victim() bool {
 	return false
 }
 
-func (b *broken) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
-	return call(b, true, func() (core.Record, error) { return b.inner.Create(ctx, t, b.values(values)) })
+func (b *broken) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
+	return call(b, true, func() (driver.Record, error) { return b.inner.Create(ctx, t, b.values(values)) })
 }
 
-func (b *broken) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
-	return call(b, false, func() (core.Record, error) { return b.inner.FindOne(ctx, t, b.where(where)) })
+func (b *broken) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
+	return call(b, false, func() (driver.Record, error) { return b.inner.FindOne(ctx, t, b.where(where)) })
 }
 
-func (b *broken) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
-	return call(b, false, func() ([]core.Record, error) { return b.inner.FindMany(ctx, t, b.where(where), o) })
+func (b *broken) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
+	return call(b, false, func() ([]driver.Record, error) { return b.inner.FindMany(ctx, t, b.where(where), o) })
 }
 
-func (b *broken) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
-	return call(b, true, func() (core.Record, error) { return b.inner.Update(ctx, t, b.where(where), b.values(set)) })
+func (b *broken) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
+	return call(b, true, func() (driver.Record, error) { return b.inner.Update(ctx, t, b.where(where), b.values(set)) })
 }
 
-func (b *broken) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (b *broken) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	return call(b, true, func() (int64, error) { return b.inner.UpdateMany(ctx, t, b.where(where), b.values(set)) })
 }
 
-func (b *broken) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (b *broken) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	return call(b, true, func() (bool, error) { return b.inner.Delete(ctx, t, b.where(where)) })
 }
 
-func (b *broken) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (b *broken) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return call(b, true, func() (int64, error) { return b.inner.DeleteMany(ctx, t, b.where(where)) })
 }
 
-func (b *broken) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (b *broken) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return call(b, false, func() (int64, error) { return b.inner.Count(ctx, t, b.where(where)) })
 }
 
-func (b *broken) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
-	return call(b, true, func() (core.Record, error) {
+func (b *broken) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
+	return call(b, true, func() (driver.Record, error) {
 		where, set := b.where(where), b.values(set)
-		rec, err := b.inner.(core.Incrementer).IncrementOne(ctx, t, where, inc, set)
+		rec, err := b.inner.(driver.Incrementer).IncrementOne(ctx, t, where, inc, set)
 		if !errors.Is(err, core.ErrInvalid) {
 			return rec, err
 		}
@@ -231,27 +232,27 @@ func (b *broken) IncrementOne(ctx context.Context, t *core.Table, where []core.W
 			if ferr != nil || cur == nil {
 				return nil, err
 			}
-			write := append([]core.Assignment(nil), set...)
+			write := append([]driver.Assignment(nil), set...)
 			for _, d := range inc {
 				v, ok := cur[d.Column].(int64)
 				switch {
 				case !ok:
 				case b.how == wrappingOverflow:
-					write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
+					write = append(write, driver.Assignment{Column: d.Column, Value: v + d.By})
 				case (d.By > 0 && v > math.MaxInt64-d.By) || (d.By < 0 && v < math.MinInt64-d.By):
-					write = append(write, core.Assignment{Column: d.Column, Value: float64(v) + float64(d.By)})
+					write = append(write, driver.Assignment{Column: d.Column, Value: float64(v) + float64(d.By)})
 				default:
-					write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
+					write = append(write, driver.Assignment{Column: d.Column, Value: v + d.By})
 				}
 			}
 			pk := t.PrimaryKey().Name
-			return b.inner.Update(ctx, t, []core.Where{core.Eq(pk, cur[pk])}, write)
+			return b.inner.Update(ctx, t, cols(core.Eq(pk, cur[pk])), write)
 		}
 		return rec, err
 	})
 }
 
-func (b *broken) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (b *broken) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	if b.tx != nil && b.how == flatNesting {
 		return fn(ctx, b) // no savepoint: fn's writes are the caller's
 	}
@@ -262,7 +263,7 @@ func (b *broken) Transaction(ctx context.Context, fn func(context.Context, core.
 	st.mu.Lock()
 	abortedBefore := st.aborted
 	st.mu.Unlock()
-	err := b.inner.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+	err := b.inner.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		if err := fn(ctx, b.wrap(tx, st)); err != nil {
 			return err
 		}
@@ -296,11 +297,11 @@ func brokenMaker(how breakage) HarnessMaker {
 	}
 }
 
-func (h brokenHarness) MakeAdapter(context.Context, *core.Schema) (core.Adapter, error) {
+func (h brokenHarness) MakeAdapter(context.Context, *core.Schema) (driver.Adapter, error) {
 	return &broken{inner: h.m, how: h.how, victims: h.victims}, nil
 }
 
-func (h brokenHarness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h brokenHarness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	return h.MakeAdapter(ctx, s)
 }
 

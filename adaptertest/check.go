@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // counterModel is the logical name of [CounterModel].
@@ -59,7 +60,7 @@ func sameRow(want, got core.Row) string {
 		switch {
 		case wok && gok:
 			if !wt.Equal(gt) {
-				diffs = append(diffs, fmt.Sprintf("%s: want %s, got %s", k, core.FormatTime(wt), core.FormatTime(gt)))
+				diffs = append(diffs, fmt.Sprintf("%s: want %s, got %s", k, driver.FormatTime(wt), driver.FormatTime(gt)))
 			}
 		case w != g:
 			diffs = append(diffs, fmt.Sprintf("%s: want %#v, got %#v", k, w, g))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/concurrency"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -23,10 +24,10 @@ type ccMemoryHarness struct{ m *memory.Memory }
 func newCCMemoryHarness(context.Context, *testing.T) (Harness, error) {
 	return ccMemoryHarness{memory.New()}, nil
 }
-func (h ccMemoryHarness) MakeAdapter(context.Context, *core.Schema) (core.Adapter, error) {
+func (h ccMemoryHarness) MakeAdapter(context.Context, *core.Schema) (driver.Adapter, error) {
 	return h.m, nil
 }
-func (h ccMemoryHarness) MakePeer(context.Context, *core.Schema) (core.Adapter, error) {
+func (h ccMemoryHarness) MakePeer(context.Context, *core.Schema) (driver.Adapter, error) {
 	return h.m, nil
 }
 func (h ccMemoryHarness) Capabilities() Capabilities { return Capabilities{SeveralPools: true} }

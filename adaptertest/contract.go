@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // contractCase is one sequential case of the adapter contract: a named
@@ -87,7 +88,7 @@ func contractCases() []contractCase {
 	cases := []contractCase{
 		{
 			name:     "OptionalInterfaces",
-			contract: "core.DB uses the adapter's own IncrementOne exactly when the adapter implements core.Incrementer, and without core.Transactor InTx fails with ErrUnsupported (the suite finds both out by type assertion, as core does)",
+			contract: "core.DB uses the adapter's own IncrementOne exactly when the adapter implements driver.Incrementer, and without driver.Transactor InTx fails with ErrUnsupported (the suite finds both out by type assertion, as core does)",
 			run:      caseOptionalInterfaces,
 		},
 		{
@@ -221,13 +222,13 @@ func contractCases() []contractCase {
 		// contentionScenarios).
 		{
 			name:     "NestedTransactionRollsBackItsOwnWrites",
-			contract: "a transaction adapter that implements core.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes",
+			contract: "a transaction adapter that implements driver.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes",
 			needs:    needTransactions,
 			run:      caseNestedTransaction,
 		},
 		{
 			name:       "NestedInTxRollsBackItsOwnWrites",
-			contract:   "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without core.Transactor makes the nested InTx fail with ErrUnsupported before calling fn",
+			contract:   "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without driver.Transactor makes the nested InTx fail with ErrUnsupported before calling fn",
 			needs:      needTransactions,
 			increments: true,
 			run:        caseNestedInTx,
@@ -386,7 +387,7 @@ func operatorCases() []contractCase {
 }
 
 func caseOptionalInterfaces(t testing.TB, f *Fixture) {
-	t.Logf("the adapter implements core.Incrementer: %v, core.Transactor: %v; the harness declares SeveralPools: %v",
+	t.Logf("the adapter implements driver.Incrementer: %v, driver.Transactor: %v; the harness declares SeveralPools: %v",
 		f.caps.native, f.caps.tx, f.caps.pools)
 	assert.Equal(t, f.caps.native, f.DB.NativeIncrement(), "core.DB's choice of native IncrementOne")
 	if !f.caps.tx {
@@ -815,33 +816,33 @@ type noIO struct{ calls atomic.Int64 }
 var errReached = errors.New("the request reached the adapter")
 
 func (a *noIO) hit() error { a.calls.Add(1); return errReached }
-func (a *noIO) Create(context.Context, *core.Table, []core.Assignment) (core.Record, error) {
+func (a *noIO) Create(context.Context, *driver.Table, []driver.Assignment) (driver.Record, error) {
 	return nil, a.hit()
 }
-func (a *noIO) FindOne(context.Context, *core.Table, []core.Where) (core.Record, error) {
+func (a *noIO) FindOne(context.Context, *driver.Table, []driver.Where) (driver.Record, error) {
 	return nil, a.hit()
 }
-func (a *noIO) FindMany(context.Context, *core.Table, []core.Where, core.FindOptions) ([]core.Record, error) {
+func (a *noIO) FindMany(context.Context, *driver.Table, []driver.Where, driver.FindOptions) ([]driver.Record, error) {
 	return nil, a.hit()
 }
-func (a *noIO) Update(context.Context, *core.Table, []core.Where, []core.Assignment) (core.Record, error) {
+func (a *noIO) Update(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (driver.Record, error) {
 	return nil, a.hit()
 }
-func (a *noIO) UpdateMany(context.Context, *core.Table, []core.Where, []core.Assignment) (int64, error) {
+func (a *noIO) UpdateMany(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (int64, error) {
 	return 0, a.hit()
 }
-func (a *noIO) Delete(context.Context, *core.Table, []core.Where) (bool, error) {
+func (a *noIO) Delete(context.Context, *driver.Table, []driver.Where) (bool, error) {
 	return false, a.hit()
 }
-func (a *noIO) DeleteMany(context.Context, *core.Table, []core.Where) (int64, error) {
+func (a *noIO) DeleteMany(context.Context, *driver.Table, []driver.Where) (int64, error) {
 	return 0, a.hit()
 }
-func (a *noIO) Count(context.Context, *core.Table, []core.Where) (int64, error) {
+func (a *noIO) Count(context.Context, *driver.Table, []driver.Where) (int64, error) {
 	return 0, a.hit()
 }
-func (a *noIO) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (a *noIO) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	return nil, a.hit()
 }
-func (a *noIO) Transaction(context.Context, func(context.Context, core.Adapter) error) error {
+func (a *noIO) Transaction(context.Context, func(context.Context, driver.Adapter) error) error {
 	return a.hit()
 }

@@ -12,11 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // errNoNesting ends the probe transaction of caseNestedTransaction when the
-// transaction adapter does not implement core.Transactor.
-var errNoNesting = errors.New("the transaction adapter does not implement core.Transactor")
+// transaction adapter does not implement driver.Transactor.
+var errNoNesting = errors.New("the transaction adapter does not implement driver.Transactor")
 
 // problems collects what went wrong inside a transaction's fn, whose
 // failure must be an error it returns rather than a stopped test: the
@@ -37,15 +38,25 @@ func (p problems) err() error {
 }
 
 // countWhere counts rows through an adapter, failing the check on error.
-func countWhere(ctx context.Context, p *problems, a core.Adapter, tb *core.Table, what string, where ...core.Where) int64 {
-	n, err := a.Count(ctx, tb, where)
+func countWhere(ctx context.Context, p *problems, a driver.Adapter, tb *driver.Table, what string, where ...core.Where) int64 {
+	n, err := a.Count(ctx, tb, cols(where...))
 	p.check(err == nil, "Count %s: %v", what, err)
 	return n
 }
 
+// cols turns clauses on column names, written with core's helpers, into
+// the clauses an adapter receives.
+func cols(where ...core.Where) []driver.Where {
+	out := make([]driver.Where, len(where))
+	for i, w := range where {
+		out[i] = driver.Where{Column: w.Field, Op: w.Op, Value: w.Value}
+	}
+	return out
+}
+
 // counterTable returns the counter model's table and the physical column
 // name of a field, for cases that call the adapter directly.
-func counterTable(t testing.TB, f *Fixture) (*core.Table, func(field string) string) {
+func counterTable(t testing.TB, f *Fixture) (*driver.Table, func(field string) string) {
 	t.Helper()
 	tb, ok := f.Schema.Table(counterModel)
 	require.True(t, ok)
@@ -63,27 +74,27 @@ func caseNestedTransaction(t testing.TB, f *Fixture) {
 	victim := newCounter(t, f, "victim", nil)
 	id, name, hits := col("id"), col("name"), col("hits")
 	boom := errors.New("boom")
-	err := f.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+	err := f.Adapter.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		var p problems
-		if _, err := tx.Create(ctx, tb, []core.Assignment{{Column: name, Value: "outer"}}); err != nil {
+		if _, err := tx.Create(ctx, tb, []driver.Assignment{{Column: name, Value: "outer"}}); err != nil {
 			return err
 		}
-		if _, err := tx.Update(ctx, tb, []core.Where{core.Eq(id, r.Int("id"))}, []core.Assignment{{Column: hits, Value: int64(2)}}); err != nil {
+		if _, err := tx.Update(ctx, tb, cols(core.Eq(id, r.Int("id"))), []driver.Assignment{{Column: hits, Value: int64(2)}}); err != nil {
 			return err
 		}
-		nested, ok := tx.(core.Transactor)
+		nested, ok := tx.(driver.Transactor)
 		if !ok {
 			return errNoNesting
 		}
-		err := nested.Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
-			if _, err := inner.Create(ctx, tb, []core.Assignment{{Column: name, Value: "inner"}}); err != nil {
+		err := nested.Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
+			if _, err := inner.Create(ctx, tb, []driver.Assignment{{Column: name, Value: "inner"}}); err != nil {
 				return err
 			}
 			// the row the outer transaction changed, changed again
-			if _, err := inner.Update(ctx, tb, []core.Where{core.Eq(id, r.Int("id"))}, []core.Assignment{{Column: hits, Value: int64(50)}}); err != nil {
+			if _, err := inner.Update(ctx, tb, cols(core.Eq(id, r.Int("id"))), []driver.Assignment{{Column: hits, Value: int64(50)}}); err != nil {
 				return err
 			}
-			if _, err := inner.Delete(ctx, tb, []core.Where{core.Eq(id, victim.Int("id"))}); err != nil {
+			if _, err := inner.Delete(ctx, tb, cols(core.Eq(id, victim.Int("id")))); err != nil {
 				return err
 			}
 			var q problems
@@ -97,18 +108,18 @@ func caseNestedTransaction(t testing.TB, f *Fixture) {
 		p.check(countWhere(ctx, &p, tx, tb, "inner", core.Eq(name, "inner")) == 0, "after the nested rollback the outer transaction still sees the nested row")
 		p.check(countWhere(ctx, &p, tx, tb, "hits", core.Eq(id, r.Int("id")), core.Eq(hits, int64(2))) == 1, "after the nested rollback the row does not hold the outer transaction's hits = 2")
 		p.check(countWhere(ctx, &p, tx, tb, "victim", core.Eq(id, victim.Int("id"))) == 1, "after the nested rollback the row the nested transaction deleted is still gone")
-		err = nested.Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
-			_, err := inner.Create(ctx, tb, []core.Assignment{{Column: name, Value: "kept"}})
+		err = nested.Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
+			_, err := inner.Create(ctx, tb, []driver.Assignment{{Column: name, Value: "kept"}})
 			return err
 		})
 		p.check(err == nil, "a nested Transaction whose fn returned nil failed: %v", err)
-		if _, err := tx.Create(ctx, tb, []core.Assignment{{Column: name, Value: "last"}}); err != nil {
+		if _, err := tx.Create(ctx, tb, []driver.Assignment{{Column: name, Value: "last"}}); err != nil {
 			p.check(false, "the outer transaction is unusable after a nested rollback: %v", err)
 		}
 		return p.err()
 	})
 	if errors.Is(err, errNoNesting) {
-		t.Skip("the transaction adapter does not implement core.Transactor: nested transactions are unsupported, and InTx refuses them")
+		t.Skip("the transaction adapter does not implement driver.Transactor: nested transactions are unsupported, and InTx refuses them")
 	}
 	require.NoError(t, err, "the outer transaction")
 	for _, want := range []struct {
@@ -123,12 +134,12 @@ func caseNestedTransaction(t testing.TB, f *Fixture) {
 }
 
 // txNests reports whether the adapter's transaction adapter implements
-// core.Transactor.
+// driver.Transactor.
 func txNests(t testing.TB, f *Fixture) bool {
 	t.Helper()
 	var nests bool
-	err := f.Adapter.(core.Transactor).Transaction(f.Ctx, func(_ context.Context, tx core.Adapter) error {
-		_, nests = tx.(core.Transactor)
+	err := f.Adapter.(driver.Transactor).Transaction(f.Ctx, func(_ context.Context, tx driver.Adapter) error {
+		_, nests = tx.(driver.Transactor)
 		return nil
 	})
 	require.NoError(t, err, "an empty transaction")

@@ -7,7 +7,7 @@
 // A harness gives the suite a fresh adapter for every subtest, on tables
 // named for that subtest (so that tests sharing a database never collide).
 // The suite finds out by type assertion whether the adapter implements
-// core.Incrementer and core.Transactor, and skips, with the reason, what
+// driver.Incrementer and driver.Transactor, and skips, with the reason, what
 // needs a missing one; the harness declares in [Capabilities] only what
 // cannot be found out that way (whether MakePeer opens independent pools).
 //
@@ -23,7 +23,7 @@
 //		return &harness{db: db}, nil
 //	}
 //
-//	func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+//	func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 //		h.s = s
 //		ddl, err := gen.DDL(s, gen.Postgres) // or your own CREATE TABLEs
 //		if err != nil {
@@ -37,7 +37,7 @@
 //		return myadapter.New(h.db), nil
 //	}
 //
-//	func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+//	func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 //		return nil, errors.New("not declared") // called only with SeveralPools
 //	}
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -18,7 +19,7 @@ type countingAdapter struct {
 	increments atomic.Int64 // the suite calls it from many goroutines at once
 }
 
-func (a *countingAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a *countingAdapter) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	a.increments.Add(1)
 	return a.Memory.IncrementOne(ctx, t, where, inc, set)
 }
@@ -28,11 +29,11 @@ func (a *countingAdapter) IncrementOne(ctx context.Context, t *core.Table, where
 // them in Close.
 type myHarness struct{ a *countingAdapter }
 
-func (h *myHarness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *myHarness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	return h.a, nil
 }
 
-func (h *myHarness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *myHarness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	return nil, fmt.Errorf("several pools are not declared")
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -14,12 +15,12 @@ import (
 // under a burst that never drains.
 type alwaysLosing struct{ *memory.Memory }
 
-func (a alwaysLosing) UpdateMany(context.Context, *core.Table, []core.Where, []core.Assignment) (int64, error) {
+func (a alwaysLosing) UpdateMany(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (int64, error) {
 	return 0, nil
 }
 
-func (a alwaysLosing) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
-	return a.Memory.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error { return fn(ctx, a) })
+func (a alwaysLosing) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
+	return a.Memory.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error { return fn(ctx, a) })
 }
 
 // The burst scenario fails when the fallback gives up: here every call

@@ -5,12 +5,13 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Capabilities are what a harness declares because the suite cannot find
 // them out from the adapter. What it can find out, it does, by type
 // assertion on the adapter MakeAdapter returns: a native IncrementOne
-// (core.Incrementer) and transactions (core.Transactor). The suite skips, with the reason, every case that needs
+// (driver.Incrementer) and transactions (driver.Transactor). The suite skips, with the reason, every case that needs
 // something the adapter lacks or the harness does not declare.
 type Capabilities struct {
 	// SeveralPools: MakePeer returns adapters over independent connection
@@ -24,11 +25,11 @@ type Harness interface {
 	// MakeAdapter creates every table of s, empty, and returns an adapter
 	// on them. The suite gives each subtest its own table names, so that
 	// tests sharing a database never collide.
-	MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error)
+	MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error)
 	// MakePeer returns another adapter on the tables MakeAdapter created,
 	// over a new and independent connection pool. It is called only when
 	// Capabilities().SeveralPools is true.
-	MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error)
+	MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error)
 	// Capabilities declares what the suite cannot find out from the adapter.
 	Capabilities() Capabilities
 	// Close drops what MakeAdapter created and closes every pool.
@@ -42,20 +43,20 @@ type HarnessMaker func(ctx context.Context, t *testing.T) (Harness, error)
 // features is what the suite knows of a fixture's adapter: found out by
 // type assertion, or declared by the harness.
 type features struct {
-	native bool // the adapter implements core.Incrementer
-	tx     bool // the adapter implements core.Transactor
+	native bool // the adapter implements driver.Incrementer
+	tx     bool // the adapter implements driver.Transactor
 	pools  bool // the harness declares SeveralPools
 }
 
-func featuresOf(a core.Adapter, declared Capabilities) features {
-	_, native := a.(core.Incrementer)
-	_, tx := a.(core.Transactor)
+func featuresOf(a driver.Adapter, declared Capabilities) features {
+	_, native := a.(driver.Incrementer)
+	_, tx := a.(driver.Transactor)
 	return features{native: native, tx: tx, pools: declared.SeveralPools}
 }
 
 func needTransactions(c features) string {
 	if !c.tx {
-		return "the adapter does not implement core.Transactor"
+		return "the adapter does not implement driver.Transactor"
 	}
 	return ""
 }
@@ -72,9 +73,9 @@ func needSeveralPools(c features) string {
 func needFallback(c features) string {
 	switch {
 	case !c.tx:
-		return "the adapter does not implement core.Transactor, which the fallback needs"
+		return "the adapter does not implement driver.Transactor, which the fallback needs"
 	case !c.native:
-		return "the adapter does not implement core.Incrementer: the plain variant already runs through the fallback"
+		return "the adapter does not implement driver.Incrementer: the plain variant already runs through the fallback"
 	}
 	return ""
 }

@@ -3,7 +3,7 @@ package adaptertest_test
 import (
 	"context"
 	"database/sql"
-	"database/sql/driver"
+	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
 	"os"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -28,29 +29,29 @@ import (
 // subtest, the subtest's tables created on it, one more pool per peer, and
 // everything dropped and closed at the end of the subtest.
 type sqlHarness struct {
-	driver, dsn string
-	newAdapter  func(*sql.DB) (core.Adapter, error)                   // your adapter's constructor
-	ddl         func(*core.Schema) (create, drop []string, err error) // your tables' statements
+	driverName, dsn string
+	newAdapter      func(*sql.DB) (driver.Adapter, error)                 // your adapter's constructor
+	ddl             func(*core.Schema) (create, drop []string, err error) // your tables' statements
 
 	mu    sync.Mutex
 	pools []*sql.DB // pools[0] holds the tables
 	drop  []string
 }
 
-// sqlHarnessMaker is the HarnessMaker to give adaptertest.Run. driver is
+// sqlHarnessMaker is the HarnessMaker to give adaptertest.Run. driverName is
 // the database/sql driver your adapter runs on (import it for its side
 // effect); dsn is adaptertest.PostgresDSN or adaptertest.MySQLDSN, which
 // skip the test when their variable is not set (and fail it when CI=true);
 // newAdapter and ddl are yours.
-func sqlHarnessMaker(driver string, dsn func(testing.TB) string, newAdapter func(*sql.DB) (core.Adapter, error),
+func sqlHarnessMaker(driverName string, dsn func(testing.TB) string, newAdapter func(*sql.DB) (driver.Adapter, error),
 	ddl func(*core.Schema) (create, drop []string, err error)) adaptertest.HarnessMaker {
 	return func(ctx context.Context, t *testing.T) (adaptertest.Harness, error) {
-		return &sqlHarness{driver: driver, dsn: dsn(t), newAdapter: newAdapter, ddl: ddl}, nil
+		return &sqlHarness{driverName: driverName, dsn: dsn(t), newAdapter: newAdapter, ddl: ddl}, nil
 	}
 }
 
 func (h *sqlHarness) open() (*sql.DB, error) {
-	db, err := sql.Open(h.driver, h.dsn)
+	db, err := sql.Open(h.driverName, h.dsn)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,7 @@ func (h *sqlHarness) open() (*sql.DB, error) {
 
 // MakeAdapter creates the tables of s, which the suite names for the
 // subtest, so that subtests sharing the server never meet.
-func (h *sqlHarness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *sqlHarness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.open()
 	if err != nil {
 		return nil, err
@@ -86,7 +87,7 @@ func (h *sqlHarness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adap
 
 // MakePeer is another adapter on the same tables over a pool of its own,
 // as a second application server would have.
-func (h *sqlHarness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *sqlHarness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.open()
 	if err != nil {
 		return nil, err
@@ -133,7 +134,7 @@ func (h *sqlHarness) Close() {
 // and is compiled, not run; TestSQLHarness runs the harness on a driver
 // that records statements.
 func Example_databaseSQL() {
-	newAdapter := func(db *sql.DB) (core.Adapter, error) {
+	newAdapter := func(db *sql.DB) (driver.Adapter, error) {
 		return nil, errors.New("your adapter's constructor goes here")
 	}
 	ddl := func(s *core.Schema) (create, drop []string, err error) {
@@ -178,7 +179,7 @@ var recorders sync.Map
 
 type recordingDriver struct{}
 
-func (recordingDriver) Open(dsn string) (driver.Conn, error) {
+func (recordingDriver) Open(dsn string) (sqldriver.Conn, error) {
 	r, ok := recorders.Load(dsn)
 	if !ok {
 		return nil, fmt.Errorf("recorder: unknown DSN %q", dsn)
@@ -186,7 +187,7 @@ func (recordingDriver) Open(dsn string) (driver.Conn, error) {
 	return r.(*recorder).connect(), nil
 }
 
-func (r *recorder) connect() driver.Conn {
+func (r *recorder) connect() sqldriver.Conn {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open++
@@ -201,17 +202,17 @@ func (r *recorder) log() ([]string, int, int) {
 
 type recorderConn struct{ r *recorder }
 
-func (c recorderConn) ExecContext(_ context.Context, q string, _ []driver.NamedValue) (driver.Result, error) {
+func (c recorderConn) ExecContext(_ context.Context, q string, _ []sqldriver.NamedValue) (sqldriver.Result, error) {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
 	c.r.stmts = append(c.r.stmts, q)
-	return driver.RowsAffected(0), nil
+	return sqldriver.RowsAffected(0), nil
 }
 
-func (c recorderConn) Prepare(string) (driver.Stmt, error) {
+func (c recorderConn) Prepare(string) (sqldriver.Stmt, error) {
 	return nil, errors.New("recorder: no Prepare")
 }
-func (c recorderConn) Begin() (driver.Tx, error) { return nil, errors.New("recorder: no Begin") }
+func (c recorderConn) Begin() (sqldriver.Tx, error) { return nil, errors.New("recorder: no Begin") }
 func (c recorderConn) Close() error {
 	c.r.mu.Lock()
 	defer c.r.mu.Unlock()
@@ -226,7 +227,7 @@ func init() { sql.Register("adaptertest-recorder", recordingDriver{}) }
 // pools of their own, and Close drops the tables and closes every pool.
 func TestSQLHarness(t *testing.T) {
 	var pools []*sql.DB
-	newAdapter := func(db *sql.DB) (core.Adapter, error) {
+	newAdapter := func(db *sql.DB) (driver.Adapter, error) {
 		pools = append(pools, db)
 		if err := db.PingContext(t.Context()); err != nil { // a connection, as a real adapter would open
 			return nil, err

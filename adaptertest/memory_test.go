@@ -6,6 +6,7 @@ import (
 
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -17,18 +18,18 @@ type memoryHarness struct {
 	fallback bool
 }
 
-func (h *memoryHarness) adapter() core.Adapter {
+func (h *memoryHarness) adapter() driver.Adapter {
 	if h.fallback {
 		return h.m.WithoutIncrementOne()
 	}
 	return h.m
 }
 
-func (h *memoryHarness) MakeAdapter(context.Context, *core.Schema) (core.Adapter, error) {
+func (h *memoryHarness) MakeAdapter(context.Context, *core.Schema) (driver.Adapter, error) {
 	return h.adapter(), nil
 }
 
-func (h *memoryHarness) MakePeer(context.Context, *core.Schema) (core.Adapter, error) {
+func (h *memoryHarness) MakePeer(context.Context, *core.Schema) (driver.Adapter, error) {
 	return h.adapter(), nil
 }
 

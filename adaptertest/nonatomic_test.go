@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -22,7 +23,7 @@ import (
 // read-compute-write race. Everything else is the wrapped adapter's, so it
 // keeps the sequential contract and only concurrency can expose it.
 type nonAtomic struct {
-	core.Adapter
+	driver.Adapter
 	reads *atomic.Int64 // IncrementOne reads so far, shared by every handle on one store
 }
 
@@ -30,7 +31,7 @@ type nonAtomic struct {
 // its read and its write, as a database round trip would take.
 const nonAtomicLatency = 2 * time.Millisecond
 
-func (a nonAtomic) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a nonAtomic) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	cur, err := a.Adapter.FindOne(ctx, t, where)
 	if err != nil || cur == nil {
 		return nil, err
@@ -44,23 +45,23 @@ func (a nonAtomic) IncrementOne(ctx context.Context, t *core.Table, where []core
 	for start := time.Now(); a.reads.Load() == mine && time.Since(start) < nonAtomicLatency; {
 		runtime.Gosched()
 	}
-	write := append([]core.Assignment(nil), set...)
+	write := append([]driver.Assignment(nil), set...)
 	for _, d := range inc {
 		if v, ok := cur[d.Column].(int64); ok {
 			// It keeps every sequential rule, overflow included.
 			if (d.By > 0 && v > math.MaxInt64-d.By) || (d.By < 0 && v < math.MinInt64-d.By) {
 				return nil, fmt.Errorf("%w: %d + %d overflows int64", core.ErrInvalid, v, d.By)
 			}
-			write = append(write, core.Assignment{Column: d.Column, Value: v + d.By})
+			write = append(write, driver.Assignment{Column: d.Column, Value: v + d.By})
 		}
 	}
 	pk := t.PrimaryKey().Name
-	return a.Adapter.Update(ctx, t, []core.Where{core.Eq(pk, cur[pk])}, write)
+	return a.Adapter.Update(ctx, t, cols(core.Eq(pk, cur[pk])), write)
 }
 
 // Transaction hands the function a transaction adapter that is just as broken.
-func (a nonAtomic) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
-	return a.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+func (a nonAtomic) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
+	return a.Adapter.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, nonAtomic{tx, a.reads})
 	})
 }
@@ -76,11 +77,11 @@ func newNonAtomicHarness(context.Context, *testing.T) (Harness, error) {
 	return nonAtomicHarness{m: memory.New(), reads: new(atomic.Int64)}, nil
 }
 
-func (h nonAtomicHarness) MakeAdapter(context.Context, *core.Schema) (core.Adapter, error) {
+func (h nonAtomicHarness) MakeAdapter(context.Context, *core.Schema) (driver.Adapter, error) {
 	return nonAtomic{h.m, h.reads}, nil
 }
 
-func (h nonAtomicHarness) MakePeer(context.Context, *core.Schema) (core.Adapter, error) {
+func (h nonAtomicHarness) MakePeer(context.Context, *core.Schema) (driver.Adapter, error) {
 	return nonAtomic{h.m, h.reads}, nil
 }
 

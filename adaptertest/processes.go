@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -41,7 +42,7 @@ type ProcessTarget struct {
 	// OpenStorage returns a secondary storage on addr, on a client of its
 	// own, all of them sharing prefix, and a function that closes the
 	// client. nil: no storage scenarios.
-	OpenStorage func(ctx context.Context, addr, prefix string) (s core.SecondaryStorage, closeStorage func(), err error)
+	OpenStorage func(ctx context.Context, addr, prefix string) (s driver.SecondaryStorage, closeStorage func(), err error)
 	// DropStorage, when set, deletes the keys a run stored under prefix.
 	DropStorage func(ctx context.Context, addr, prefix string) error
 }
@@ -89,13 +90,13 @@ type processScenario struct {
 	name    string
 	storage bool // on the secondary storage; otherwise on the database
 	// decider builds one child's decision function.
-	decider func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (decide func() (bool, error), closeIt func(), err error)
+	decider func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (decide func() (bool, error), closeIt func(), err error)
 }
 
 var processRule = ratelimit.Rule{Window: time.Hour, Max: processLimit}
 
 func limiterScenario(name string, storage bool, opts ...ratelimit.Option) processScenario {
-	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
 		st := ratelimit.Database(db)
 		if storage {
 			st = ratelimit.Secondary(s)
@@ -113,7 +114,7 @@ func limiterScenario(name string, storage bool, opts ...ratelimit.Option) proces
 }
 
 func verifyScenario(name string, storage bool) processScenario {
-	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
 		m, err := keyManager(db, s, storage)
 		if err != nil {
 			return nil, nil, err
@@ -125,7 +126,7 @@ func verifyScenario(name string, storage bool) processScenario {
 	}}
 }
 
-func keyManager(db *core.DB, s core.SecondaryStorage, storage bool) (*apikey.Manager, error) {
+func keyManager(db *core.DB, s driver.SecondaryStorage, storage bool) (*apikey.Manager, error) {
 	clock := apikey.WithClock(func() time.Time { return processNow })
 	if storage {
 		return apikey.NewStorageOnly(s, clock, apikey.WithStoragePrefix("adaptertest-keys:"))
@@ -135,7 +136,7 @@ func keyManager(db *core.DB, s core.SecondaryStorage, storage bool) (*apikey.Man
 
 // readThenWrite is a deliberately broken limiter, for the proof that the
 // waves catch one: read, decide, then write without a guard.
-var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx context.Context, db *core.DB, _ core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx context.Context, db *core.DB, _ driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
 	return func() (bool, error) {
 		row, ok, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
 		if err != nil || !ok || row.Int("count") >= processLimit {
@@ -148,7 +149,7 @@ var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx c
 }}
 
 // storageReadThenWrite is readThenWrite on a secondary storage.
-var storageReadThenWrite = processScenario{name: "storage-read-then-write", storage: true, decider: func(ctx context.Context, _ *core.DB, s core.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+var storageReadThenWrite = processScenario{name: "storage-read-then-write", storage: true, decider: func(ctx context.Context, _ *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
 	return func() (bool, error) {
 		v, _, err := s.Get(ctx, key)
 		n, _ := strconv.ParseInt(v, 10, 64)
@@ -215,7 +216,7 @@ func runChild(target ProcessTarget, spec childSpec) (res childResult) {
 	}
 	var (
 		db *core.DB
-		s  core.SecondaryStorage
+		s  driver.SecondaryStorage
 	)
 	if sc.storage {
 		st, closeIt, err := target.OpenStorage(ctx, spec.Addr, spec.Prefix)
@@ -339,7 +340,7 @@ type processRun struct {
 	tables  map[string]string
 	prefix  string
 	db      *core.DB // the test process's own pool
-	storage core.SecondaryStorage
+	storage driver.SecondaryStorage
 }
 
 // wave starts the children on key, releases them together, and returns
@@ -540,7 +541,7 @@ func (p *processRun) runStorage(t *testing.T) {
 		}
 		// Without a bounded increment a denied request counts too, so only
 		// the admissions are exact then.
-		if _, bounded := p.storage.(core.BoundedIncrementer); n != processLimit || (bounded && v != fmt.Sprint(processLimit)) {
+		if _, bounded := p.storage.(driver.BoundedIncrementer); n != processLimit || (bounded && v != fmt.Sprint(processLimit)) {
 			t.Errorf("%d processes admitted %d and stored %s, want exactly %d", processCount, n, v, processLimit)
 		}
 	})

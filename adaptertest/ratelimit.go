@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -206,7 +207,7 @@ func rlDeletedRow(ctx context.Context, f *Fixture) error {
 	const key = "deleted"
 	var armed atomic.Bool
 	var deleteErr error
-	hook := func(ctx context.Context, rec core.Record) {
+	hook := func(ctx context.Context, rec driver.Record) {
 		if rec != nil && armed.CompareAndSwap(true, false) {
 			_, deleteErr = f.DB.Delete(ctx, core.ModelRateLimit, core.Eq("key", key))
 		}
@@ -253,37 +254,37 @@ func rlDeletedRow(ctx context.Context, f *Fixture) error {
 
 // hookRead wraps an adapter so that fn runs after each FindOne outside a
 // transaction, keeping exactly the adapter's optional interfaces.
-func hookRead(a core.Adapter, fn func(context.Context, core.Record)) core.Adapter {
+func hookRead(a driver.Adapter, fn func(context.Context, driver.Record)) driver.Adapter {
 	h := readHook{Adapter: a, fn: fn}
-	inc, isInc := a.(core.Incrementer)
-	tx, isTx := a.(core.Transactor)
+	inc, isInc := a.(driver.Incrementer)
+	tx, isTx := a.(driver.Transactor)
 	switch {
 	case isInc && isTx:
 		return struct {
 			readHook
-			core.Incrementer
-			core.Transactor
+			driver.Incrementer
+			driver.Transactor
 		}{h, inc, tx}
 	case isInc:
 		return struct {
 			readHook
-			core.Incrementer
+			driver.Incrementer
 		}{h, inc}
 	case isTx:
 		return struct {
 			readHook
-			core.Transactor
+			driver.Transactor
 		}{h, tx}
 	}
 	return h
 }
 
 type readHook struct {
-	core.Adapter
-	fn func(context.Context, core.Record)
+	driver.Adapter
+	fn func(context.Context, driver.Record)
 }
 
-func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (h readHook) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	rec, err := h.Adapter.FindOne(ctx, t, where)
 	if err == nil {
 		h.fn(ctx, rec)
@@ -292,7 +293,7 @@ func (h readHook) FindOne(ctx context.Context, t *core.Table, where []core.Where
 }
 
 // FindMany hooks the reads of API keys' named limits, with a nil record.
-func (h readHook) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+func (h readHook) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
 	recs, err := h.Adapter.FindMany(ctx, t, where, o)
 	if err == nil && t.Model == core.ModelAPIKeyLimit {
 		h.fn(ctx, nil)

@@ -6,12 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // StorageCapabilities are what a storage harness claims. The storage suite
 // skips, with the reason, every case that needs something not claimed; the
-// optional interfaces (core.BoundedIncrementer, apikey.Claimer) it finds by
+// optional interfaces (driver.BoundedIncrementer, apikey.Claimer) it finds by
 // type assertion, as the rate limiter and the API-key verifier do.
 type StorageCapabilities struct {
 	// ManualClock: the harness's storages read time from a clock that
@@ -32,11 +32,11 @@ type StorageHarness interface {
 	// MakeStorage returns a storage on a keyspace that holds no key yet and
 	// that no other harness uses (a key prefix of its own, say), so that
 	// subtests sharing a server never collide.
-	MakeStorage(ctx context.Context) (core.SecondaryStorage, error)
+	MakeStorage(ctx context.Context) (driver.SecondaryStorage, error)
 	// MakePeer returns another storage on the keyspace of MakeStorage, over
 	// a new and independent client. It is called only when
 	// Capabilities().SeveralClients is true.
-	MakePeer(ctx context.Context) (core.SecondaryStorage, error)
+	MakePeer(ctx context.Context) (driver.SecondaryStorage, error)
 	// Advance moves the storages' clock forward by d. It is called only
 	// when Capabilities().ManualClock is true.
 	Advance(d time.Duration)
@@ -52,7 +52,7 @@ type StorageHarnessMaker func(ctx context.Context, t *testing.T) (StorageHarness
 
 // RunStorage runs the conformance and race suite for secondary storages
 // against the storages newHarness makes: Get, Set and Delete, expiry,
-// Increment and core.BoundedIncrementer, hostile keys and values, context
+// Increment and driver.BoundedIncrementer, hostile keys and values, context
 // cancellation, apikey.Claimer, and races for exact counts and exactly one
 // winner per claim, on one client and on several. Run it from a test of
 // your storage's package:
@@ -99,7 +99,7 @@ type storageFixture struct {
 	ctx   context.Context
 	h     StorageHarness
 	caps  StorageCapabilities
-	s     core.SecondaryStorage
+	s     driver.SecondaryStorage
 	start time.Time     // real clock: when the fixture was made
 	moved time.Duration // manual clock: how far Advance has moved it
 }
@@ -123,8 +123,8 @@ func newStorageFixture(t *testing.T, newHarness StorageHarnessMaker) *storageFix
 // clients returns n storages on the fixture's keyspace, as n application
 // servers would have: the first is f.s; the others come from MakePeer when
 // the harness claims SeveralClients, and are f.s otherwise.
-func (f *storageFixture) clients(n int) ([]core.SecondaryStorage, error) {
-	out := []core.SecondaryStorage{f.s}
+func (f *storageFixture) clients(n int) ([]driver.SecondaryStorage, error) {
+	out := []driver.SecondaryStorage{f.s}
 	for len(out) < n {
 		s := f.s
 		if f.caps.SeveralClients {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // storageCases is the storage suite: the sequential cases, then the races.
@@ -52,19 +53,19 @@ func storageCases() []storageCase {
 		},
 		{
 			name:     "BoundedAdmitsUpToMax",
-			contract: "core.BoundedIncrementer: add by only when the result stays at or below max; ok is false when it would not fit, and c then holds the current, unchanged counter",
+			contract: "driver.BoundedIncrementer: add by only when the result stays at or below max; ok is false when it would not fit, and c then holds the current, unchanged counter",
 			needs:    needBounded,
 			run:      storageBoundedUpToMax,
 		},
 		{
 			name:     "BoundedRefusalChangesNothing",
-			contract: "core.BoundedIncrementer: a denied request leaves the counter as it was, value and expiry (Value 0 when absent, and an absent counter is not created); a bounded increment of 0 with max -1 therefore reads the counter and its TTL",
+			contract: "driver.BoundedIncrementer: a denied request leaves the counter as it was, value and expiry (Value 0 when absent, and an absent counter is not created); a bounded increment of 0 with max -1 therefore reads the counter and its TTL",
 			needs:    needBounded,
 			run:      storageBoundedRefusal,
 		},
 		{
 			name:     "BoundedKeepsExpiry",
-			contract: "core.BoundedIncrementer creates the counter with expiry ttl and, as Increment, never extends an existing counter's expiry; a refusal leaves it as it was",
+			contract: "driver.BoundedIncrementer creates the counter with expiry ttl and, as Increment, never extends an existing counter's expiry; a refusal leaves it as it was",
 			needs:    needBounded,
 			slow:     true,
 			run:      storageBoundedKeepsExpiry,
@@ -132,8 +133,8 @@ func storageCases() []storageCase {
 }
 
 func needBounded(f *storageFixture) string {
-	if _, ok := f.s.(core.BoundedIncrementer); !ok {
-		return fmt.Sprintf("%T does not implement core.BoundedIncrementer", f.s)
+	if _, ok := f.s.(driver.BoundedIncrementer); !ok {
+		return fmt.Sprintf("%T does not implement driver.BoundedIncrementer", f.s)
 	}
 	return ""
 }
@@ -306,7 +307,7 @@ func storageIncrementKeepsExpiry(t testing.TB, f *storageFixture) {
 }
 
 func storageIncrementTTLMustBePositive(t testing.TB, f *storageFixture) {
-	b, bounded := f.s.(core.BoundedIncrementer)
+	b, bounded := f.s.(driver.BoundedIncrementer)
 	for _, ttl := range []time.Duration{0, -time.Second} {
 		if _, err := f.s.Increment(f.ctx, "n", 1, ttl); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("Increment with ttl %v: err = %v; want core.ErrInvalid", ttl, err)
@@ -336,7 +337,7 @@ func storageIncrementOfText(t testing.TB, f *storageFixture) {
 		if c, err := f.s.Increment(ctx, "text", 1, ttl); err == nil {
 			t.Errorf("Increment of %q succeeded with %+v; want an error", text, c)
 		}
-		if b, ok := f.s.(core.BoundedIncrementer); ok {
+		if b, ok := f.s.(driver.BoundedIncrementer); ok {
 			if c, ok, err := b.IncrementBounded(ctx, "text", 1, 100, ttl); err == nil {
 				t.Errorf("IncrementBounded of %q = %+v, %v, nil; want an error", text, c, ok)
 			}
@@ -346,7 +347,7 @@ func storageIncrementOfText(t testing.TB, f *storageFixture) {
 }
 
 func storageBoundedUpToMax(t testing.TB, f *storageFixture) {
-	b := f.s.(core.BoundedIncrementer)
+	b := f.s.(driver.BoundedIncrementer)
 	for i, step := range []struct {
 		by, max, value int64
 		ok             bool
@@ -369,10 +370,10 @@ func storageBoundedUpToMax(t testing.TB, f *storageFixture) {
 
 func storageBoundedRefusal(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
-	b := f.s.(core.BoundedIncrementer)
+	b := f.s.(driver.BoundedIncrementer)
 	for _, call := range []struct{ by, max int64 }{{5, 4}, {0, -1}} {
 		c, ok, err := b.IncrementBounded(ctx, "fresh", call.by, call.max, ttl)
-		if err != nil || ok || c != (core.Counter{}) {
+		if err != nil || ok || c != (driver.Counter{}) {
 			t.Fatalf("IncrementBounded(by %d, max %d) of a missing counter = %+v, %v, %v; want the zero Counter, false, nil", call.by, call.max, c, ok, err)
 		}
 		wantAbsent(t, f, "fresh", "a refused increment must not create the counter")
@@ -401,7 +402,7 @@ func storageBoundedRefusal(t testing.TB, f *storageFixture) {
 
 func storageBoundedKeepsExpiry(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
-	b := f.s.(core.BoundedIncrementer)
+	b := f.s.(driver.BoundedIncrementer)
 	written := f.now()
 	c, ok, err := b.IncrementBounded(ctx, "b", 1, 10, ttl)
 	if err != nil || !ok || c.Value != 1 {
@@ -531,7 +532,7 @@ func storageContextDone(t testing.TB, f *storageFixture) {
 		check("Delete", f.s.Delete(c.ctx, "kept"))
 		_, err = f.s.Increment(c.ctx, "counter", 1, ttl)
 		check("Increment", err)
-		if b, ok := f.s.(core.BoundedIncrementer); ok {
+		if b, ok := f.s.(driver.BoundedIncrementer); ok {
 			_, _, err = b.IncrementBounded(c.ctx, "counter", 1, 10, ttl)
 			check("IncrementBounded", err)
 		}

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // The load of the storage races: as in the adapter races, raceCallers
@@ -25,7 +25,7 @@ type storageRace struct {
 	name     string
 	contract string
 	needs    func(f *storageFixture) string
-	run      func(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error
+	run      func(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error
 }
 
 // storageRaceCases are the races, each on one client and on several.
@@ -39,7 +39,7 @@ func storageRaceCases() []storageCase {
 		},
 		{
 			name:     "BoundedExact",
-			contract: "core.BoundedIncrementer adds only when the result stays at or below max, in one atomic step: with N > max callers exactly max/by are admitted, the counter ends at that total, and every refusal sees it",
+			contract: "driver.BoundedIncrementer adds only when the result stays at or below max, in one atomic step: with N > max callers exactly max/by are admitted, the counter ends at that total, and every refusal sees it",
 			needs:    needBounded,
 			run:      raceBoundedExact,
 		},
@@ -101,7 +101,7 @@ func storageRaceCases() []storageCase {
 				return ""
 			}
 			c.run = func(t testing.TB, f *storageFixture) {
-				clients := []core.SecondaryStorage{f.s}
+				clients := []driver.SecondaryStorage{f.s}
 				if several {
 					var err error
 					if clients, err = f.clients(racePools); err != nil {
@@ -122,7 +122,7 @@ func storageRaceCases() []storageCase {
 	return out
 }
 
-func raceIncrementExact(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceIncrementExact(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	key := "incr:" + strconv.Itoa(round)
 	var errs errorList
 	seen := make([][]int64, raceCallers)
@@ -154,7 +154,7 @@ func raceIncrementExact(ctx context.Context, f *storageFixture, clients []core.S
 	return nil
 }
 
-func raceBoundedExact(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceBoundedExact(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const limit = 10
 	// Half the callers add 1, half add 3: 10 and 3 admissions.
 	keys := [2]string{"bounded1:" + strconv.Itoa(round), "bounded3:" + strconv.Itoa(round)}
@@ -165,7 +165,7 @@ func raceBoundedExact(ctx context.Context, f *storageFixture, clients []core.Sec
 	refusedSaw := [2][]int64{}
 	Release(raceCallers, func(i int) {
 		k := i % 2
-		c, ok, err := clients[i%len(clients)].(core.BoundedIncrementer).IncrementBounded(ctx, keys[k], by[k], limit, time.Hour)
+		c, ok, err := clients[i%len(clients)].(driver.BoundedIncrementer).IncrementBounded(ctx, keys[k], by[k], limit, time.Hour)
 		if err != nil {
 			errs.add(err)
 			return
@@ -207,7 +207,7 @@ func raceBoundedExact(ctx context.Context, f *storageFixture, clients []core.Sec
 
 // claimRace stores recs, releases raceCallers claims of cost 1 at now
 // (caller i claims key i % len(recs)) and returns the results per key.
-func claimRace(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, prefix string, recs []apikey.StoredKey, now int64) ([]string, [][]apikey.ClaimResult, error) {
+func claimRace(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, prefix string, recs []apikey.StoredKey, now int64) ([]string, [][]apikey.ClaimResult, error) {
 	keys := make([]string, len(recs))
 	for i, rec := range recs {
 		keys[i] = fmt.Sprintf("%s:%d", prefix, i)
@@ -265,7 +265,7 @@ func loadStored(ctx context.Context, f *storageFixture, key string) (apikey.Stor
 	return k, jsonValue(v, &k)
 }
 
-func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	recs := make([]apikey.StoredKey, 4)
 	for i := range recs {
 		recs[i] = claimKey(int64(100*round+i+1), ptr64(1))
@@ -293,7 +293,7 @@ func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []core.S
 	return nil
 }
 
-func raceClaimRefill(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceClaimRefill(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const amount = 5
 	rec := claimKey(int64(round+1), ptr64(0))
 	rec.RefillInterval, rec.RefillAmount = ptr64(3_600_000), ptr64(amount)
@@ -319,7 +319,7 @@ func raceClaimRefill(ctx context.Context, f *storageFixture, clients []core.Seco
 	return nil
 }
 
-func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const limit, quota = 3, 1000
 	rec := claimKey(int64(round+1), ptr64(quota))
 	rec.RateLimitEnabled, rec.RateLimitTimeWindow, rec.RateLimitMax = true, ptr64(60_000), ptr64(limit)
@@ -344,7 +344,7 @@ func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []core.S
 	return nil
 }
 
-func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []core.SecondaryStorage, round int) error {
+func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const quota, patchers = 1000, raceCallers / 4
 	key := "patch:" + strconv.Itoa(round)
 	b, err := jsonText(claimKey(int64(round+1), ptr64(quota)))
@@ -393,7 +393,7 @@ func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []core.S
 
 // raceRerollStorage runs the API-key Rerolled scenario on storage-only
 // managers, one per client, sharing one clock.
-func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	r, err := storageRound(clients, "reroll", round)
 	if err != nil {
 		return err
@@ -403,7 +403,7 @@ func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []core.Se
 
 // raceNamedLimitsStorage runs the API-key NamedLimits scenario on
 // storage-only managers, one per client.
-func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	r, err := storageRound(clients, "limits", round)
 	if err != nil {
 		return err
@@ -413,7 +413,7 @@ func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []co
 
 // raceOwnerLimitsStorage runs the API-key OwnerLimits scenario on
 // storage-only managers, one per client.
-func raceOwnerLimitsStorage(ctx context.Context, _ *storageFixture, clients []core.SecondaryStorage, round int) error {
+func raceOwnerLimitsStorage(ctx context.Context, _ *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	r, err := storageRound(clients, "owner", round)
 	if err != nil {
 		return err
@@ -423,7 +423,7 @@ func raceOwnerLimitsStorage(ctx context.Context, _ *storageFixture, clients []co
 
 // storageRound is an API-key race round on storage-only managers, one per
 // client, sharing one clock and a prefix of their own.
-func storageRound(clients []core.SecondaryStorage, what string, round int) (*apiKeyRound, error) {
+func storageRound(clients []driver.SecondaryStorage, what string, round int) (*apiKeyRound, error) {
 	r := &apiKeyRound{nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
 	r.nowMs.Store(claimBase)
 	prefix := fmt.Sprintf("%s:%d:%d:", what, round, time.Now().UnixNano())

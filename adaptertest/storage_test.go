@@ -16,6 +16,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -34,14 +35,14 @@ func (c *storageClock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() 
 // storage, as every client of one server reaches the same keys. clock is
 // nil when the storage runs on real time.
 type storeHarness struct {
-	s     core.SecondaryStorage
+	s     driver.SecondaryStorage
 	clock *storageClock
 }
 
-func (h *storeHarness) MakeStorage(context.Context) (core.SecondaryStorage, error) { return h.s, nil }
-func (h *storeHarness) MakePeer(context.Context) (core.SecondaryStorage, error)    { return h.s, nil }
-func (h *storeHarness) Advance(d time.Duration)                                    { h.clock.ns.Add(int64(d)) }
-func (h *storeHarness) Close()                                                     {}
+func (h *storeHarness) MakeStorage(context.Context) (driver.SecondaryStorage, error) { return h.s, nil }
+func (h *storeHarness) MakePeer(context.Context) (driver.SecondaryStorage, error)    { return h.s, nil }
+func (h *storeHarness) Advance(d time.Duration)                                      { h.clock.ns.Add(int64(d)) }
+func (h *storeHarness) Close()                                                       {}
 
 func (h *storeHarness) Capabilities() StorageCapabilities {
 	return StorageCapabilities{ManualClock: h.clock != nil, SeveralClients: true}
@@ -49,7 +50,7 @@ func (h *storeHarness) Capabilities() StorageCapabilities {
 
 // storeMaker makes a fresh harness on a manual clock around the storage
 // that newStore builds on that clock.
-func storeMaker[S core.SecondaryStorage](newStore func(clock func() time.Time) S) StorageHarnessMaker {
+func storeMaker[S driver.SecondaryStorage](newStore func(clock func() time.Time) S) StorageHarnessMaker {
 	return func(context.Context, *testing.T) (StorageHarness, error) {
 		c := newStorageClock()
 		return &storeHarness{s: newStore(c.now), clock: c}, nil
@@ -107,10 +108,10 @@ func newRacyStorage(now func() time.Time) *racyStorage {
 }
 
 var (
-	_ core.SecondaryStorage   = (*racyStorage)(nil)
-	_ core.BoundedIncrementer = (*racyStorage)(nil)
-	_ apikey.Rerollable       = (*racyStorage)(nil)
-	_ apikey.OwnerSharing     = (*racyStorage)(nil)
+	_ driver.SecondaryStorage   = (*racyStorage)(nil)
+	_ driver.BoundedIncrementer = (*racyStorage)(nil)
+	_ apikey.Rerollable         = (*racyStorage)(nil)
+	_ apikey.OwnerSharing       = (*racyStorage)(nil)
 )
 
 func (s *racyStorage) load(key string) (racyValue, bool) {
@@ -177,21 +178,21 @@ func (s *racyStorage) Delete(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *racyStorage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+func (s *racyStorage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
 	c, _, err := s.increment(ctx, key, by, 0, false, ttl)
 	return c, err
 }
 
-func (s *racyStorage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+func (s *racyStorage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (driver.Counter, bool, error) {
 	return s.increment(ctx, key, by, max, true, ttl)
 }
 
-func (s *racyStorage) increment(ctx context.Context, key string, by, max int64, bounded bool, ttl time.Duration) (core.Counter, bool, error) {
+func (s *racyStorage) increment(ctx context.Context, key string, by, max int64, bounded bool, ttl time.Duration) (driver.Counter, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return core.Counter{}, false, err
+		return driver.Counter{}, false, err
 	}
 	if ttl <= 0 {
-		return core.Counter{}, false, fmt.Errorf("%w: ttl %v must be positive", core.ErrInvalid, ttl)
+		return driver.Counter{}, false, fmt.Errorf("%w: ttl %v must be positive", core.ErrInvalid, ttl)
 	}
 	v, ok := s.readThenYield(key)
 	now := s.now()
@@ -199,21 +200,21 @@ func (s *racyStorage) increment(ctx context.Context, key string, by, max int64, 
 	if ok {
 		var err error
 		if n, err = strconv.ParseInt(v.v, 10, 64); err != nil {
-			return core.Counter{}, false, fmt.Errorf("%q holds %q, not a counter", key, v.v)
+			return driver.Counter{}, false, fmt.Errorf("%q holds %q, not a counter", key, v.v)
 		}
 	} else {
 		v.expires = now.Add(ttl)
 	}
 	left := v.expires.Sub(now)
 	if !ok && bounded && by > max {
-		return core.Counter{}, false, nil
+		return driver.Counter{}, false, nil
 	}
 	if bounded && n+by > max {
-		return core.Counter{Value: n, TTL: left}, false, nil
+		return driver.Counter{Value: n, TTL: left}, false, nil
 	}
 	v.v = strconv.FormatInt(n+by, 10)
 	s.store(key, v)
-	return core.Counter{Value: n + by, TTL: left}, true, nil
+	return driver.Counter{Value: n + by, TTL: left}, true, nil
 }
 
 func (s *racyStorage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {

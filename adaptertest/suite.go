@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Run runs the whole conformance suite against the adapters newHarness
@@ -66,7 +67,7 @@ type Fixture struct {
 	Ctx     context.Context
 	Harness Harness
 	Schema  *core.Schema
-	Adapter core.Adapter
+	Adapter driver.Adapter
 	DB      *core.DB
 	caps    features
 	tb      testing.TB

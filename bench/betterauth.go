@@ -12,6 +12,7 @@ import (
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -129,7 +130,7 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 				return nil
 			}
 			var n int64
-			n, err = core.ParseInt(vals[i])
+			n, err = driver.ParseInt(vals[i])
 			return &n
 		}
 		times := func(i int) *time.Time {
@@ -137,7 +138,7 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 				return nil
 			}
 			var tm time.Time
-			tm, err = core.ParseTime(vals[i])
+			tm, err = driver.ParseTime(vals[i])
 			return &tm
 		}
 		bools := func(i int) bool {
@@ -304,7 +305,7 @@ func (e *sqlEnv) bindTime(t time.Time) any {
 	t = t.UTC().Truncate(time.Millisecond)
 	switch e.dialect {
 	case gen.SQLite:
-		return core.FormatTime(t)
+		return driver.FormatTime(t)
 	case gen.MySQL:
 		return t.Format("2006-01-02 15:04:05.000")
 	}
@@ -326,7 +327,7 @@ func baBool(v any) (bool, error) {
 			return false, nil
 		}
 	}
-	if n, err := core.ParseInt(v); err == nil && (n == 0 || n == 1) {
+	if n, err := driver.ParseInt(v); err == nil && (n == 0 || n == 1) {
 		return n == 1, nil
 	}
 	return false, fmt.Errorf("cannot read %T(%v) as a boolean", v, v)

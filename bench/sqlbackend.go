@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"             // registers "sqlite"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -37,7 +38,7 @@ type sqlEnv struct {
 	conns   int
 	rt      atomic.Int64
 	schema  *core.Schema
-	rl, ak  *core.Table
+	rl, ak  *driver.Table
 	cleanup []func()
 
 	// physical, quoted names of the rateLimit table and columns
@@ -152,7 +153,7 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 		}
 	}
 
-	col := func(t *core.Table, field string) string {
+	col := func(t *driver.Table, field string) string {
 		c, _ := t.Column(field)
 		return e.dialect.Quote(c.Name)
 	}

@@ -2,110 +2,14 @@ package core
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluice-go/sluice/core/driver"
 )
-
-// TimeLayout is the fixed-width UTC text form of a time, the same as
-// JavaScript's toISOString. Adapters store times in it where the database
-// has no time type (SQLite), so that text order is time order and rows
-// written by Better Auth compare correctly.
-const TimeLayout = "2006-01-02T15:04:05.000Z"
-
-// FormatTime returns t in UTC, truncated to the millisecond, as [TimeLayout].
-func FormatTime(t time.Time) string { return t.UTC().Format(TimeLayout) }
-
-// timeLayouts are the forms in which drivers hand back times as text.
-var timeLayouts = []string{
-	TimeLayout,
-	time.RFC3339Nano,
-	"2006-01-02 15:04:05.999999999-07:00",
-	"2006-01-02 15:04:05.999999999-07", // PostgreSQL's text form: +00, not +00:00
-	"2006-01-02 15:04:05.999999999Z07:00",
-	"2006-01-02 15:04:05.999999999 -0700 MST",
-	"2006-01-02T15:04:05.999999999",
-	"2006-01-02 15:04:05.999999999",
-	"2006-01-02",
-}
-
-// ParseTime parses a time in any form a driver may return: a time.Time,
-// text in one of the usual layouts (no zone means UTC), or an integer of
-// epoch milliseconds. The result is in UTC.
-func ParseTime(v any) (time.Time, error) {
-	switch x := v.(type) {
-	case time.Time:
-		return x.UTC(), nil
-	case []byte:
-		return ParseTime(string(x))
-	case string:
-		s := strings.TrimSpace(x)
-		for _, layout := range timeLayouts {
-			if t, err := time.Parse(layout, s); err == nil {
-				return t.UTC(), nil
-			}
-		}
-		return time.Time{}, fmt.Errorf("cannot parse %q as a time", x)
-	}
-	if n, err := toInt64(v); err == nil {
-		return time.UnixMilli(n).UTC(), nil
-	}
-	return time.Time{}, fmt.Errorf("cannot convert %T to a time", v)
-}
-
-// ParseInt converts an integer in any form a driver may return it: any Go
-// integer type, an integral float64, or decimal text (MySQL's text protocol
-// gives []byte). Values outside int64 are an error.
-func ParseInt(v any) (int64, error) { return toInt64(v) }
-
-// toInt64 converts any integer form a driver may return.
-func toInt64(v any) (int64, error) {
-	switch x := v.(type) {
-	case int64:
-		return x, nil
-	case int:
-		return int64(x), nil
-	case int32:
-		return int64(x), nil
-	case int16:
-		return int64(x), nil
-	case int8:
-		return int64(x), nil
-	case uint8:
-		return int64(x), nil
-	case uint16:
-		return int64(x), nil
-	case uint32:
-		return int64(x), nil
-	case uint:
-		if uint64(x) > math.MaxInt64 {
-			return 0, fmt.Errorf("%d overflows int64", x)
-		}
-		return int64(x), nil
-	case uint64:
-		if x > math.MaxInt64 {
-			return 0, fmt.Errorf("%d overflows int64", x)
-		}
-		return int64(x), nil
-	case float64:
-		// 1<<63 is exact as a float64 while MaxInt64 is not: float64(MaxInt64)
-		// rounds up to 1<<63, which int64 cannot hold.
-		if x != math.Trunc(x) || x >= 1<<63 || x < -(1<<63) {
-			return 0, fmt.Errorf("%v is not an integer", x)
-		}
-		return int64(x), nil
-	case float32:
-		return toInt64(float64(x))
-	case []byte:
-		return strconv.ParseInt(string(x), 10, 64)
-	case string:
-		return strconv.ParseInt(x, 10, 64)
-	}
-	return 0, fmt.Errorf("cannot convert %T to an integer", v)
-}
 
 // toBool converts booleans, 0/1 integers and their text forms.
 func toBool(v any) (bool, error) {
@@ -117,7 +21,7 @@ func toBool(v any) (bool, error) {
 	case string:
 		return strconv.ParseBool(x)
 	}
-	n, err := toInt64(v)
+	n, err := driver.ParseInt(v)
 	if err != nil || (n != 0 && n != 1) {
 		return false, fmt.Errorf("cannot convert %T(%v) to a bool", v, v)
 	}
@@ -135,14 +39,14 @@ func fromStorage(f Field, v any) (any, error) {
 		if _, ok := v.(int64); ok {
 			return v, nil // already the field's type: no new boxing
 		}
-		return toInt64(v)
+		return driver.ParseInt(v)
 	case TypeBool:
 		if _, ok := v.(bool); ok {
 			return v, nil
 		}
 		return toBool(v)
 	case TypeTime:
-		return ParseTime(v)
+		return driver.ParseTime(v)
 	case TypeString:
 		switch x := v.(type) {
 		case string:
@@ -193,7 +97,7 @@ func toStorage(f Field, v any) (any, error) {
 		case int64:
 			return v, nil // already normalised: no new boxing
 		case int, int8, int16, int32, uint, uint8, uint16, uint32, uint64:
-			n, err := toInt64(v)
+			n, err := driver.ParseInt(v)
 			if err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)
 			}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/driver"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -16,22 +18,22 @@ import (
 // driverRow is an adapter that returns one record in whatever form a test
 // gives it, as a database driver might, so DB's conversion can be checked.
 type driverRow struct {
-	core.Adapter
-	rec core.Record
+	driver.Adapter
+	rec driver.Record
 }
 
-func (d driverRow) FindOne(context.Context, *core.Table, []core.Where) (core.Record, error) {
+func (d driverRow) FindOne(context.Context, *driver.Table, []driver.Where) (driver.Record, error) {
 	return d.rec, nil
 }
 
-func (d driverRow) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (d driverRow) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	return d.rec, nil
 }
 
 // readAs returns field of an apikey row whose column holds raw.
 func readAs(t *testing.T, column string, raw any) (any, error) {
 	t.Helper()
-	db := mustNew(t, driverRow{Adapter: memory.New(), rec: core.Record{"id": int32(1), column: raw}})
+	db := mustNew(t, driverRow{Adapter: memory.New(), rec: driver.Record{"id": int32(1), column: raw}})
 	row, ok, err := db.FindOne(context.Background(), core.ModelAPIKey)
 	if err != nil {
 		return nil, err
@@ -274,20 +276,20 @@ func TestConvertWhereValues(t *testing.T) {
 
 func TestParseAndFormatTime(t *testing.T) {
 	at := time.Date(2026, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("X", 5*3600))
-	if got := core.FormatTime(at); got != "2026-12-31T18:59:59.999Z" {
+	if got := driver.FormatTime(at); got != "2026-12-31T18:59:59.999Z" {
 		t.Errorf("FormatTime = %q", got)
 	}
 	// Text order is time order, which the SQLite adapters rely on.
-	early, late := core.FormatTime(time.UnixMilli(999)), core.FormatTime(time.UnixMilli(1000))
+	early, late := driver.FormatTime(time.UnixMilli(999)), driver.FormatTime(time.UnixMilli(1000))
 	if !(early < late) || len(early) != len(late) {
 		t.Errorf("FormatTime is not fixed-width and ordered: %q, %q", early, late)
 	}
-	back, err := core.ParseTime(core.FormatTime(at))
+	back, err := driver.ParseTime(driver.FormatTime(at))
 	if err != nil || !back.Equal(at.Truncate(time.Millisecond)) || back.Location() != time.UTC {
-		t.Errorf("ParseTime(FormatTime) = %v, %v", back, err)
+		t.Errorf("ParseTime(driver.FormatTime) = %v, %v", back, err)
 	}
 	for _, bad := range []any{"", "2026-13-01", struct{}{}, 1.5} {
-		if _, err := core.ParseTime(bad); err == nil {
+		if _, err := driver.ParseTime(bad); err == nil {
 			t.Errorf("ParseTime(%#v) succeeded", bad)
 		}
 	}

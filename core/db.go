@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // DB is the portable handle that users and the algorithms call, as
@@ -16,29 +18,17 @@ import (
 // transaction fallback, converts returned values, and wraps adapter errors
 // once. A DB is safe for concurrent use.
 type DB struct {
-	adapter Adapter
+	adapter driver.Adapter
 	schema  *Schema
-	native  Incrementer // nil: use the fallback
-	txr     Transactor  // nil: no transactions
-	inTx    bool        // bound to a transaction (made by InTx)
-	owned   bool        // the adapter's records are DB's to reuse (RecordOwner)
-}
-
-// RecordOwner is implemented by an adapter whose records are new maps that
-// nothing else refers to once returned, such as maps made for each row it
-// reads. [DB] then turns each record into its [Row] in place, keyed by
-// field names and typed, instead of copying it into a new map. An adapter
-// that hands out maps it keeps (a cache, an in-memory table) must not
-// implement it, or must return false.
-type RecordOwner interface {
-	// RecordsOwned reports whether every record the adapter returns is the
-	// caller's to modify.
-	RecordsOwned() bool
+	native  driver.Incrementer // nil: use the fallback
+	txr     driver.Transactor  // nil: no transactions
+	inTx    bool               // bound to a transaction (made by InTx)
+	owned   bool               // the adapter's records are DB's to reuse (driver.RecordOwner)
 }
 
 // ownsRecords reports whether a's records are DB's to reuse.
-func ownsRecords(a Adapter) bool {
-	o, ok := a.(RecordOwner)
+func ownsRecords(a driver.Adapter) bool {
+	o, ok := a.(driver.RecordOwner)
 	return ok && o.RecordsOwned()
 }
 
@@ -66,7 +56,7 @@ func WithFallback() Option { return func(o *options) { o.forceFallbck = true } }
 // New wraps an adapter. It fails with [ErrUnsupported] when the adapter has
 // neither a native IncrementOne nor transactions for the fallback, and with
 // [ErrInvalid] when the naming is invalid.
-func New(a Adapter, opts ...Option) (*DB, error) {
+func New(a driver.Adapter, opts ...Option) (*DB, error) {
 	if a == nil {
 		return nil, invalid("New", "", "nil adapter")
 	}
@@ -88,8 +78,8 @@ func New(a Adapter, opts ...Option) (*DB, error) {
 		}
 	}
 	db := &DB{adapter: a, schema: s, owned: ownsRecords(a)}
-	db.txr, _ = a.(Transactor)
-	if inc, ok := a.(Incrementer); ok && !o.forceFallbck {
+	db.txr, _ = a.(driver.Transactor)
+	if inc, ok := a.(driver.Incrementer); ok && !o.forceFallbck {
 		db.native = inc
 	}
 	if db.native == nil && db.txr == nil {
@@ -107,9 +97,9 @@ func (db *DB) Schema() *Schema {
 	return db.schema
 }
 
-// Adapter returns the wrapped adapter; use [Unwrapper] on it to reach the
+// Adapter returns the wrapped adapter; use [driver.Unwrapper] on it to reach the
 // ORM. It is nil for a DB not made by [New].
-func (db *DB) Adapter() Adapter {
+func (db *DB) Adapter() driver.Adapter {
 	if db == nil {
 		return nil
 	}
@@ -142,7 +132,7 @@ type IncrementRequest struct {
 // chosen by req.Where, in one atomic write during which req.Where still
 // holds. It returns the row as stored after the write and ok == true, or
 // ok == false when the guard selected nothing: no match is not an error.
-// See [Incrementer] for the contract and the fallback.
+// See [driver.Incrementer] for the contract and the fallback.
 func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, ok bool, err error) {
 	const op = "IncrementOne"
 	// The mapped request of a usual size (the where clauses, deltas and
@@ -171,13 +161,13 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 		if _, both := req.Set[field]; both {
 			return nil, false, invalid(op, req.Model, "field %q is in both Increment and Set", field)
 		}
-		inc = append(inc, Delta{Column: c.Name, By: req.Increment[field]})
+		inc = append(inc, driver.Delta{Column: c.Name, By: req.Increment[field]})
 	}
 	set, err := db.assignmentsInto(op, t, req.Set, s.set[:0])
 	if err != nil {
 		return nil, false, err
 	}
-	var rec Record
+	var rec driver.Record
 	if db.native != nil {
 		rec, err = db.native.IncrementOne(ctx, t, where, inc, set)
 	} else {
@@ -188,9 +178,9 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 
 // incBuffer holds IncrementOne's mapped request of a usual size.
 type incBuffer struct {
-	where [6]Where
-	inc   [2]Delta
-	set   [6]Assignment
+	where [6]driver.Where
+	inc   [2]driver.Delta
+	set   [6]driver.Assignment
 }
 
 var incBuffers = sync.Pool{New: func() any { return new(incBuffer) }}
@@ -229,7 +219,7 @@ func (db *DB) Create(ctx context.Context, model string, values map[string]any) (
 		if err != nil {
 			return nil, invalid(op, model, "default of %v", err)
 		}
-		set = append(set, Assignment{Column: c.Name, Value: v})
+		set = append(set, driver.Assignment{Column: c.Name, Value: v})
 	}
 	rec, err := db.adapter.Create(ctx, t, set)
 	row, _, err := db.result(op, t, rec, err)
@@ -258,9 +248,9 @@ func (db *DB) FindMany(ctx context.Context, model string, where []Where, opts *F
 	if err != nil {
 		return nil, err
 	}
-	var o FindOptions
+	var o driver.FindOptions
 	if opts != nil {
-		o = *opts
+		o = driver.FindOptions{Limit: opts.Limit, Offset: opts.Offset, SortBy: opts.SortBy, Desc: opts.Desc}
 		if o.Limit < 0 || o.Offset < 0 {
 			return nil, invalid(op, model, "negative limit or offset")
 		}
@@ -344,7 +334,7 @@ func (db *DB) Count(ctx context.Context, model string, where ...Where) (int64, e
 }
 
 // InTx runs fn in a transaction: fn's tx is a DB bound to it, and an error
-// from fn rolls back. Without a [Transactor] it fails with [ErrUnsupported].
+// from fn rolls back. Without a [driver.Transactor] it fails with [ErrUnsupported].
 // On a tx DB it opens a nested transaction (a savepoint) through the
 // transaction adapter's own Transactor, so an error from the inner fn rolls
 // back the inner writes only; a transaction adapter without one fails with
@@ -357,9 +347,9 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("adapter %T has no transactions", db.adapter)}
 	}
 	if _, flat := db.txr.(sameTx); flat {
-		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("transaction adapter %T has no nested transactions (core.Transactor), so an error from fn could not roll back fn's writes alone", db.adapter)}
+		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("transaction adapter %T has no nested transactions (driver.Transactor), so an error from fn could not roll back fn's writes alone", db.adapter)}
 	}
-	return wrap("InTx", "", db.txr.Transaction(ctx, func(ctx context.Context, tx Adapter) error {
+	return wrap("InTx", "", db.txr.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, db.bind(tx))
 	}))
 }
@@ -368,31 +358,31 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 // the transaction adapter's own Transactor (savepoints) when it has one;
 // otherwise the fallback runs directly in the transaction, whose guarded
 // write never needs undoing, and InTx refuses to nest.
-func (db *DB) bind(tx Adapter) *DB {
+func (db *DB) bind(tx driver.Adapter) *DB {
 	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true, owned: ownsRecords(tx)}
-	if nested, ok := tx.(Transactor); ok {
+	if nested, ok := tx.(driver.Transactor); ok {
 		inner.txr = nested
 	}
 	if db.native != nil {
-		inner.native, _ = tx.(Incrementer)
+		inner.native, _ = tx.(driver.Incrementer)
 	}
 	return inner
 }
 
 // sameTx runs the fallback's attempts in the transaction already open.
-type sameTx struct{ tx Adapter }
+type sameTx struct{ tx driver.Adapter }
 
-func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, Adapter) error) error {
+func (s sameTx) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return fn(ctx, s.tx)
 }
 
 // prepare resolves the model and validates and maps the where clauses.
-func (db *DB) prepare(op, model string, where []Where) (*Table, []Where, error) {
-	return db.prepareInto(op, model, where, make([]Where, 0, len(where)))
+func (db *DB) prepare(op, model string, where []Where) (*driver.Table, []driver.Where, error) {
+	return db.prepareInto(op, model, where, make([]driver.Where, 0, len(where)))
 }
 
 // prepareInto is prepare appending the mapped clauses to out.
-func (db *DB) prepareInto(op, model string, where []Where, out []Where) (*Table, []Where, error) {
+func (db *DB) prepareInto(op, model string, where []Where, out []driver.Where) (*driver.Table, []driver.Where, error) {
 	if err := db.initialised(op, model); err != nil {
 		return nil, nil, err
 	}
@@ -409,12 +399,12 @@ func (db *DB) prepareInto(op, model string, where []Where, out []Where) (*Table,
 		if err != nil {
 			return nil, nil, invalid(op, model, "where %s %s: %v", w.Field, w.Op, err)
 		}
-		out = append(out, Where{Field: c.Name, Op: w.Op, Value: v})
+		out = append(out, driver.Where{Column: c.Name, Op: w.Op, Value: v})
 	}
 	return t, out, nil
 }
 
-func (db *DB) prepareSet(op, model string, where []Where, set map[string]any) (*Table, []Where, []Assignment, error) {
+func (db *DB) prepareSet(op, model string, where []Where, set map[string]any) (*driver.Table, []driver.Where, []driver.Assignment, error) {
 	t, w, err := db.prepare(op, model, where)
 	if err != nil {
 		return nil, nil, nil, err
@@ -429,9 +419,9 @@ func (db *DB) prepareSet(op, model string, where []Where, set map[string]any) (*
 // whereValue checks that the operator and value fit the field.
 func whereValue(f Field, w Where) (any, error) {
 	switch w.Op {
-	case OpEq, OpNe:
+	case driver.OpEq, driver.OpNe:
 		return toStorage(f, w.Value)
-	case OpLt, OpLte, OpGt, OpGte:
+	case driver.OpLt, driver.OpLte, driver.OpGt, driver.OpGte:
 		if f.Type == TypeBool {
 			return nil, fmt.Errorf("booleans cannot be ordered")
 		}
@@ -440,7 +430,7 @@ func whereValue(f Field, w Where) (any, error) {
 			err = fmt.Errorf("nil cannot be compared with %s (NULL never matches); use Eq or Ne with nil", w.Op)
 		}
 		return v, err
-	case OpIn, OpNotIn:
+	case driver.OpIn, driver.OpNotIn:
 		rv := reflect.ValueOf(w.Value)
 		if w.Value == nil || (rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array) {
 			return nil, fmt.Errorf("needs a list of values, got %T", w.Value)
@@ -465,12 +455,12 @@ func whereValue(f Field, w Where) (any, error) {
 }
 
 // assignments validates and maps absolute values, in a deterministic order.
-func (db *DB) assignments(op string, t *Table, values map[string]any) ([]Assignment, error) {
-	return db.assignmentsInto(op, t, values, make([]Assignment, 0, len(values)+4))
+func (db *DB) assignments(op string, t *driver.Table, values map[string]any) ([]driver.Assignment, error) {
+	return db.assignmentsInto(op, t, values, make([]driver.Assignment, 0, len(values)+4))
 }
 
 // assignmentsInto is assignments appending to out.
-func (db *DB) assignmentsInto(op string, t *Table, values map[string]any, out []Assignment) ([]Assignment, error) {
+func (db *DB) assignmentsInto(op string, t *driver.Table, values map[string]any, out []driver.Assignment) ([]driver.Assignment, error) {
 	var buf [8]string
 	for _, field := range sortedKeys(values, buf[:0]) {
 		c, ok := t.Column(field)
@@ -487,13 +477,13 @@ func (db *DB) assignmentsInto(op string, t *Table, values map[string]any, out []
 		if v == nil && !c.Field.Nullable {
 			return nil, invalid(op, t.Model, "field %q cannot be NULL", field)
 		}
-		out = append(out, Assignment{Column: c.Name, Value: v})
+		out = append(out, driver.Assignment{Column: c.Name, Value: v})
 	}
 	return out, nil
 }
 
 // result converts one adapter record, or nil for no match.
-func (db *DB) result(op string, t *Table, rec Record, err error) (Row, bool, error) {
+func (db *DB) result(op string, t *driver.Table, rec driver.Record, err error) (Row, bool, error) {
 	if err != nil {
 		return nil, false, wrap(op, t.Model, err)
 	}
@@ -508,9 +498,9 @@ func (db *DB) result(op string, t *Table, rec Record, err error) (Row, bool, err
 }
 
 // convertRow types a record and keys it by field names: in the record
-// itself when the adapter hands it over (see [RecordOwner]), in a new Row
+// itself when the adapter hands it over (see [driver.RecordOwner]), in a new Row
 // otherwise.
-func (db *DB) convertRow(t *Table, rec Record) (Row, error) {
+func (db *DB) convertRow(t *driver.Table, rec driver.Record) (Row, error) {
 	if db.owned && len(t.Columns) <= maxInPlace {
 		return convertInPlace(t, rec)
 	}
@@ -531,7 +521,7 @@ const maxInPlace = 32
 // convertInPlace converts every value first, so that a failure leaves rec
 // as it was, then rekeys rec: clearing a map keeps its storage, and as
 // many entries as it held fit again without allocating.
-func convertInPlace(t *Table, rec Record) (Row, error) {
+func convertInPlace(t *driver.Table, rec driver.Record) (Row, error) {
 	var buf [maxInPlace]any
 	vals := buf[:len(t.Columns)]
 	for i, c := range t.Columns {
@@ -567,7 +557,7 @@ func addChecked(cur, by int64) (int64, error) {
 	return cur + by, nil
 }
 
-// CheckSchema asks the adapter, when it implements [SchemaChecker], whether
+// CheckSchema asks the adapter, when it implements [driver.SchemaChecker], whether
 // the tables of the given models (every model of the schema when none is
 // named, except the optional ones: see [Model.Optional]) have what exact
 // decisions depend on, such as the unique index on a rate-limit key. The rate limiter and the API-key manager run it before
@@ -582,7 +572,7 @@ func (db *DB) CheckSchema(ctx context.Context, models ...string) error {
 
 // checkSchema is CheckSchema, its errors named after op.
 func (db *DB) checkSchema(ctx context.Context, op string, models []string) error {
-	sc, ok := db.adapter.(SchemaChecker)
+	sc, ok := db.adapter.(driver.SchemaChecker)
 	if !ok {
 		return nil
 	}

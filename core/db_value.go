@@ -1,42 +1,20 @@
 package core
 
-import "context"
+import (
+	"context"
 
-// ValueIncrementer is implemented by adapters that can run an IncrementOne
-// whose one delta is on a non-nullable column and answer with that
-// column's value after the write rather than the whole row. On MySQL and
-// MariaDB, where no UPDATE returns rows, that is one statement and one
-// round trip, where the whole row takes a transaction.
-//
-// IncrementValue has IncrementOne's contract (see [Incrementer]: one
-// atomic write to at most one row chosen by where, during which where
-// still holds; overflow fails with [ErrInvalid] and writes nothing;
-// deadlock victims retried) for the deltas {inc} and the assignments set,
-// and returns inc.Column's value as stored after the write, with ok ==
-// false when the guard selected nothing. [DB] calls it only with
-// inc.By != 0 and a non-nullable column.
-//
-// ValueIncrementSaves reports whether IncrementValue takes fewer round
-// trips than IncrementOne on the adapter's connection (the SQL engine: on
-// MySQL, one statement instead of a transaction when the driver reports
-// last insert ids; on PostgreSQL and SQLite no, both are one statement,
-// though IncrementValue returns one column instead of the row). It is what
-// [DB.NativeValueIncrement] reports, by which callers choose a path that
-// trades a read for fewer round trips.
-type ValueIncrementer interface {
-	IncrementValue(ctx context.Context, t *Table, where []Where, inc Delta, set []Assignment) (value int64, ok bool, err error)
-	ValueIncrementSaves() bool
-}
+	"github.com/sluice-go/sluice/core/driver"
+)
 
 // NativeValueIncrement reports whether [DB.IncrementValue] runs on the
-// adapter's [ValueIncrementer] in fewer round trips than IncrementOne
+// adapter's [driver.ValueIncrementer] in fewer round trips than IncrementOne
 // (see ValueIncrementSaves); when it is false a caller needing more than
 // the one value should call IncrementOne.
 func (db *DB) NativeValueIncrement() bool {
 	if db == nil || db.native == nil {
 		return false
 	}
-	vi, ok := db.adapter.(ValueIncrementer)
+	vi, ok := db.adapter.(driver.ValueIncrementer)
 	return ok && vi.ValueIncrementSaves()
 }
 
@@ -44,7 +22,7 @@ func (db *DB) NativeValueIncrement() bool {
 // exactly one field, answering with that field's value after the write
 // instead of the row: ok == false when the guard selected nothing.
 //
-// When the adapter implements [ValueIncrementer] (and IncrementOne runs
+// When the adapter implements [driver.ValueIncrementer] (and IncrementOne runs
 // natively), the field is not nullable and its delta is not zero, the
 // adapter answers, whether or not it saves round trips; otherwise
 // IncrementValue is IncrementOne and reads the field from the row, with
@@ -62,8 +40,8 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	for f, d := range req.Increment {
 		field, by = f, d
 	}
-	vi, native := db.adapter.(ValueIncrementer)
-	var c Column
+	vi, native := db.adapter.(driver.ValueIncrementer)
+	var c driver.Column
 	var found bool
 	if t, ok := db.schema.Table(req.Model); ok {
 		c, found = t.Column(field)
@@ -88,7 +66,7 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	if err != nil {
 		return 0, false, err
 	}
-	value, ok, err = vi.IncrementValue(ctx, t, where, Delta{Column: c.Name, By: by}, set)
+	value, ok, err = vi.IncrementValue(ctx, t, where, driver.Delta{Column: c.Name, By: by}, set)
 	if err != nil {
 		return 0, false, wrap(op, t.Model, err)
 	}

@@ -3,25 +3,27 @@ package core
 import (
 	"errors"
 	"fmt"
+
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Sentinel errors. Every error that [DB] returns wraps exactly one of them
-// when it applies, so callers can test with errors.Is.
+// when it applies, so callers can test with errors.Is. They are the
+// sentinels of package driver, which adapters wrap: the same values.
 var (
 	// ErrNotFound reports that a row that had to exist does not.
-	ErrNotFound = errors.New("not found")
-	// ErrConflict reports a unique-key conflict. Adapters wrap their
-	// driver's unique-violation error with it.
-	ErrConflict = errors.New("unique conflict")
+	ErrNotFound = driver.ErrNotFound
+	// ErrConflict reports a unique-key conflict.
+	ErrConflict = driver.ErrConflict
 	// ErrContention reports that a guarded write kept losing races and gave up.
-	ErrContention = errors.New("contention")
+	ErrContention = driver.ErrContention
 	// ErrInvalid reports a request rejected before any I/O.
-	ErrInvalid = errors.New("invalid request")
+	ErrInvalid = driver.ErrInvalid
 	// ErrUnsupported reports an operation the adapter cannot perform.
-	ErrUnsupported = errors.New("unsupported")
+	ErrUnsupported = driver.ErrUnsupported
 	// ErrSchema reports a table that lacks what exact decisions depend on,
 	// such as the unique index on a rate-limit key (see [DB.CheckSchema]).
-	ErrSchema = errors.New("schema unfit for exact decisions")
+	ErrSchema = driver.ErrSchema
 )
 
 // Error is the error type returned by [DB]. It names the operation and model,

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -16,36 +17,38 @@ var errBoom = errors.New("boom")
 // failing is an adapter whose every call fails with err, to see how DB
 // wraps adapter errors.
 type failing struct {
-	core.Adapter
+	driver.Adapter
 	err error
 }
 
-func (f failing) Create(context.Context, *core.Table, []core.Assignment) (core.Record, error) {
+func (f failing) Create(context.Context, *driver.Table, []driver.Assignment) (driver.Record, error) {
 	return nil, f.err
 }
-func (f failing) FindOne(context.Context, *core.Table, []core.Where) (core.Record, error) {
+func (f failing) FindOne(context.Context, *driver.Table, []driver.Where) (driver.Record, error) {
 	return nil, f.err
 }
-func (f failing) FindMany(context.Context, *core.Table, []core.Where, core.FindOptions) ([]core.Record, error) {
+func (f failing) FindMany(context.Context, *driver.Table, []driver.Where, driver.FindOptions) ([]driver.Record, error) {
 	return nil, f.err
 }
-func (f failing) Update(context.Context, *core.Table, []core.Where, []core.Assignment) (core.Record, error) {
+func (f failing) Update(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (driver.Record, error) {
 	return nil, f.err
 }
-func (f failing) UpdateMany(context.Context, *core.Table, []core.Where, []core.Assignment) (int64, error) {
+func (f failing) UpdateMany(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (int64, error) {
 	return 0, f.err
 }
-func (f failing) Delete(context.Context, *core.Table, []core.Where) (bool, error) {
+func (f failing) Delete(context.Context, *driver.Table, []driver.Where) (bool, error) {
 	return false, f.err
 }
-func (f failing) DeleteMany(context.Context, *core.Table, []core.Where) (int64, error) {
+func (f failing) DeleteMany(context.Context, *driver.Table, []driver.Where) (int64, error) {
 	return 0, f.err
 }
-func (f failing) Count(context.Context, *core.Table, []core.Where) (int64, error) { return 0, f.err }
-func (f failing) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (f failing) Count(context.Context, *driver.Table, []driver.Where) (int64, error) {
+	return 0, f.err
+}
+func (f failing) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	return nil, f.err
 }
-func (f failing) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (f failing) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return fn(ctx, f)
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // FallbackAttempts bounds how many transactions the IncrementOne fallback
@@ -42,39 +44,39 @@ var errLostRace = errors.New("lost race")
 // and on each incremented column still holding the value read. A concurrent
 // writer makes the guard miss, so no update is ever lost; the attempt then
 // rolls back and, after a pause, starts again.
-func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error) {
+func (db *DB) fallbackIncrement(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	pk := t.PrimaryKey()
 	for attempt := 0; attempt < FallbackAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		var out Record
-		err := db.txr.Transaction(ctx, func(ctx context.Context, tx Adapter) error {
+		var out driver.Record
+		err := db.txr.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 			cur, err := tx.FindOne(ctx, t, where)
 			if err != nil || cur == nil {
 				return err
 			}
-			id, err := toInt64(cur[pk.Name])
+			id, err := driver.ParseInt(cur[pk.Name])
 			if err != nil {
 				return fmt.Errorf("primary key %q: %w", pk.Name, err)
 			}
-			guard := append(append(make([]Where, 0, len(where)+len(inc)+1), where...), Eq(pk.Name, id))
-			write := append(make([]Assignment, 0, len(set)+len(inc)), set...)
+			guard := append(append(make([]driver.Where, 0, len(where)+len(inc)+1), where...), colEq(pk.Name, id))
+			write := append(make([]driver.Assignment, 0, len(set)+len(inc)), set...)
 			for _, d := range inc {
 				var next any // NULL + delta stays NULL
 				if cur[d.Column] != nil {
-					v, err := toInt64(cur[d.Column])
+					v, err := driver.ParseInt(cur[d.Column])
 					if err != nil {
 						return fmt.Errorf("column %q: %w", d.Column, err)
 					}
 					if next, err = addChecked(v, d.By); err != nil {
 						return fmt.Errorf("column %q: %w", d.Column, err)
 					}
-					guard = append(guard, Eq(d.Column, v))
+					guard = append(guard, colEq(d.Column, v))
 				} else {
-					guard = append(guard, Eq(d.Column, nil))
+					guard = append(guard, colEq(d.Column, nil))
 				}
-				write = append(write, Assignment{Column: d.Column, Value: next})
+				write = append(write, driver.Assignment{Column: d.Column, Value: next})
 			}
 			n, err := tx.UpdateMany(ctx, t, guard, write)
 			if err != nil {
@@ -83,7 +85,7 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *Table, where []Where, in
 			if n == 0 {
 				return errLostRace
 			}
-			out, err = tx.FindOne(ctx, t, []Where{Eq(pk.Name, id)})
+			out, err = tx.FindOne(ctx, t, []driver.Where{colEq(pk.Name, id)})
 			if err == nil && out == nil {
 				err = errors.New("row vanished inside its own transaction")
 			}
@@ -128,4 +130,9 @@ func pause(ctx context.Context, d time.Duration) error {
 	case <-timer.C:
 		return nil
 	}
+}
+
+// colEq is column = v, or column IS NULL when v is nil.
+func colEq(column string, v any) driver.Where {
+	return driver.Where{Column: column, Op: driver.OpEq, Value: v}
 }

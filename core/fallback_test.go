@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -161,18 +162,18 @@ func raceDecrement(t *testing.T, db *core.DB, callers int, start int64) raceResu
 // proves that raceDecrement can see a lost update.
 type naive struct{ *memory.Memory }
 
-func (n naive) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (n naive) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	cur, err := n.Memory.FindOne(ctx, t, where)
 	if err != nil || cur == nil {
 		return nil, err
 	}
 	runtime.Gosched()
-	write := append([]core.Assignment(nil), set...)
+	write := append([]driver.Assignment(nil), set...)
 	for _, d := range inc {
-		write = append(write, core.Assignment{Column: d.Column, Value: cur[d.Column].(int64) + d.By})
+		write = append(write, driver.Assignment{Column: d.Column, Value: cur[d.Column].(int64) + d.By})
 	}
 	pk := t.PrimaryKey().Name
-	return n.Memory.Update(ctx, t, []core.Where{core.Eq(pk, cur[pk])}, write)
+	return n.Memory.Update(ctx, t, cols(core.Eq(pk, cur[pk])), write)
 }
 
 // TestRaceHarnessCatchesALostUpdate runs the race against the naive
@@ -193,19 +194,19 @@ func TestRaceHarnessCatchesALostUpdate(t *testing.T) {
 // row, and the guarded UpdateMany always reports that nothing matched, as if
 // another writer always got there first.
 type losing struct {
-	core.Adapter // the memory store holding the row
-	attempts     atomic.Int64
-	updates      atomic.Int64
-	cancelAt     int64 // cancel ctx during this update; 0 for never
-	cancel       context.CancelFunc
+	driver.Adapter // the memory store holding the row
+	attempts       atomic.Int64
+	updates        atomic.Int64
+	cancelAt       int64 // cancel ctx during this update; 0 for never
+	cancel         context.CancelFunc
 }
 
-func (l *losing) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (l *losing) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	l.attempts.Add(1)
 	return fn(ctx, l)
 }
 
-func (l *losing) UpdateMany(context.Context, *core.Table, []core.Where, []core.Assignment) (int64, error) {
+func (l *losing) UpdateMany(context.Context, *driver.Table, []driver.Where, []driver.Assignment) (int64, error) {
 	if n := l.updates.Add(1); n == l.cancelAt {
 		l.cancel()
 	}
@@ -262,9 +263,9 @@ func TestFallbackContention(t *testing.T) {
 // and most attempts lose. With the former budget (5 attempts, pauses of at
 // most 8 ms) 133 and 191 of the 320 calls of TestFallbackBurst gave up with
 // ErrContention on these two paths.
-var burstAdapters = map[string]func(m *memory.Memory) core.Adapter{
-	"yielding": func(m *memory.Memory) core.Adapter { return &txCounter{Adapter: m.WithoutIncrementOne()} },
-	"round trips": func(m *memory.Memory) core.Adapter {
+var burstAdapters = map[string]func(m *memory.Memory) driver.Adapter{
+	"yielding": func(m *memory.Memory) driver.Adapter { return &txCounter{Adapter: m.WithoutIncrementOne()} },
+	"round trips": func(m *memory.Memory) driver.Adapter {
 		return roundTrips{m.WithoutIncrementOne(), 100 * time.Microsecond}
 	},
 }
@@ -359,27 +360,27 @@ func TestFallbackBurstDeadline(t *testing.T) {
 
 // lateBegins counts the transactions begun with a context already done.
 type lateBegins struct {
-	core.Adapter
+	driver.Adapter
 	n *atomic.Int64
 }
 
-func (l lateBegins) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (l lateBegins) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	if ctx.Err() != nil {
 		l.n.Add(1)
 	}
-	return l.Adapter.(core.Transactor).Transaction(ctx, fn)
+	return l.Adapter.(driver.Transactor).Transaction(ctx, fn)
 }
 
 // roundTrips makes every read and write inside a transaction take at least
 // rtt, as a round trip to a server would; it waits on the context, as a
 // driver does.
 type roundTrips struct {
-	core.Adapter
+	driver.Adapter
 	rtt time.Duration
 }
 
-func (r roundTrips) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
-	return r.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+func (r roundTrips) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
+	return r.Adapter.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, roundTrips{tx, r.rtt})
 	})
 }
@@ -395,14 +396,14 @@ func (r roundTrips) wait(ctx context.Context) error {
 	}
 }
 
-func (r roundTrips) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (r roundTrips) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	if err := r.wait(ctx); err != nil {
 		return nil, err
 	}
 	return r.Adapter.FindOne(ctx, t, where)
 }
 
-func (r roundTrips) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (r roundTrips) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	if err := r.wait(ctx); err != nil {
 		return 0, err
 	}
@@ -460,31 +461,31 @@ func TestFallbackContext(t *testing.T) {
 // fallback after its guarded write succeeded, when it reads the row back:
 // the transaction must roll the write back.
 type breakAfterWrite struct {
-	core.Adapter
+	driver.Adapter
 	fail    func(ctx context.Context) error // the read-back's error
 	written atomic.Int64                    // rows the guarded writes changed
 }
 
-func (b *breakAfterWrite) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
-	return b.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+func (b *breakAfterWrite) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
+	return b.Adapter.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, &breakingTx{Adapter: tx, b: b})
 	})
 }
 
 type breakingTx struct {
-	core.Adapter
+	driver.Adapter
 	b       *breakAfterWrite
 	written bool
 }
 
-func (tx *breakingTx) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (tx *breakingTx) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	n, err := tx.Adapter.UpdateMany(ctx, t, where, set)
 	tx.b.written.Add(n)
 	tx.written = n > 0
 	return n, err
 }
 
-func (tx *breakingTx) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (tx *breakingTx) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	if tx.written {
 		return nil, tx.b.fail(ctx)
 	}
@@ -532,9 +533,9 @@ func TestFallbackRollsBackAFailedAttempt(t *testing.T) {
 // TestIncrementPaths checks what native and fallback IncrementOne must agree
 // on, one path per subtest.
 func TestIncrementPaths(t *testing.T) {
-	paths := map[string]func(m *memory.Memory) core.Adapter{
-		"native":   func(m *memory.Memory) core.Adapter { return m },
-		"fallback": func(m *memory.Memory) core.Adapter { return m.WithoutIncrementOne() },
+	paths := map[string]func(m *memory.Memory) driver.Adapter{
+		"native":   func(m *memory.Memory) driver.Adapter { return m },
+		"fallback": func(m *memory.Memory) driver.Adapter { return m.WithoutIncrementOne() },
 	}
 	ctx := context.Background()
 	for name, adapter := range paths {
@@ -626,28 +627,28 @@ type aborting struct {
 	tries  atomic.Int64
 }
 
-func (a *aborting) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (a *aborting) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	a.tries.Add(1)
 	if a.aborts.Add(-1) >= 0 {
 		return fmt.Errorf("%w: Error 1213 (40001): Deadlock found", core.ErrContention)
 	}
-	return a.Memory.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+	return a.Memory.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, &abortingTx{Adapter: tx, a: a})
 	})
 }
 
 // abortingTx nests through aborting's counter too.
 type abortingTx struct {
-	core.Adapter
+	driver.Adapter
 	a *aborting
 }
 
-func (x *abortingTx) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (x *abortingTx) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	x.a.tries.Add(1)
 	if x.a.aborts.Add(-1) >= 0 {
 		return fmt.Errorf("%w: Error 1213 (40001): Deadlock found", core.ErrContention)
 	}
-	return x.Adapter.(core.Transactor).Transaction(ctx, fn)
+	return x.Adapter.(driver.Transactor).Transaction(ctx, fn)
 }
 
 // The fallback retries a transaction of its own that the database aborted

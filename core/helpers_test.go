@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -37,12 +38,12 @@ func release(n int, fn func(i int)) {
 
 // bare hides every optional interface of the wrapped adapter: it has
 // neither IncrementOne nor Transaction.
-type bare struct{ core.Adapter }
+type bare struct{ driver.Adapter }
 
 // nativeOnly has IncrementOne but no transactions.
 type nativeOnly struct {
-	core.Adapter
-	core.Incrementer
+	driver.Adapter
+	driver.Incrementer
 }
 
 func newNativeOnly() (nativeOnly, *memory.Memory) {
@@ -59,14 +60,14 @@ type spy struct {
 	transactions atomic.Int64
 }
 
-func (s *spy) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (s *spy) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	s.increments.Add(1)
 	return s.Memory.IncrementOne(ctx, t, where, inc, set)
 }
 
-func (s *spy) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (s *spy) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	s.transactions.Add(1)
-	return s.Memory.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+	return s.Memory.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, yielding{tx})
 	})
 }
@@ -74,13 +75,13 @@ func (s *spy) Transaction(ctx context.Context, fn func(context.Context, core.Ada
 // txCounter wraps an adapter without native IncrementOne and counts
 // transactions, so the fallback's attempts can be counted.
 type txCounter struct {
-	core.Adapter
+	driver.Adapter
 	transactions atomic.Int64
 }
 
-func (c *txCounter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (c *txCounter) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	c.transactions.Add(1)
-	return c.Adapter.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+	return c.Adapter.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 		return fn(ctx, yielding{tx})
 	})
 }
@@ -89,20 +90,20 @@ func (c *txCounter) Transaction(ctx context.Context, fn func(context.Context, co
 // read and write, as a network round trip would, so that concurrent
 // read-then-write sequences really interleave. It orders nothing: the
 // tests' outcomes do not depend on it, only their power to catch a race.
-type yielding struct{ core.Adapter }
+type yielding struct{ driver.Adapter }
 
-func (y yielding) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (y yielding) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	runtime.Gosched()
 	return y.Adapter.FindOne(ctx, t, where)
 }
 
-func (y yielding) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (y yielding) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	runtime.Gosched()
 	return y.Adapter.UpdateMany(ctx, t, where, set)
 }
 
 // mustNew wraps a in a DB or stops the test.
-func mustNew(t testing.TB, a core.Adapter, opts ...core.Option) *core.DB {
+func mustNew(t testing.TB, a driver.Adapter, opts ...core.Option) *core.DB {
 	t.Helper()
 	db, err := core.New(a, opts...)
 	if err != nil {
@@ -167,3 +168,14 @@ func wrappedOnce(t *testing.T, err error, op, model string) {
 // fixedNow is the instant the tests use for createdAt and the like; its
 // sub-millisecond part shows the truncation on the way in.
 func fixedNow() time.Time { return time.Date(2026, 1, 2, 3, 4, 5, 6_789_000, time.UTC) }
+
+// cols turns where clauses on fields into clauses on the columns of the
+// same names, as an adapter receives them: for tests that call an adapter
+// directly.
+func cols(where ...core.Where) []driver.Where {
+	out := make([]driver.Where, len(where))
+	for i, w := range where {
+		out[i] = driver.Where{Column: w.Field, Op: w.Op, Value: w.Value}
+	}
+	return out
+}

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Preset chooses how logical names become table and column names.
@@ -35,76 +37,10 @@ type Naming struct {
 	Columns map[string]map[string]string
 }
 
-// Column is one field of a [Table] with its physical name.
-type Column struct {
-	Name  string // physical column name
-	Field Field  // logical description
-}
-
-// Table is a model resolved to physical names. Adapters receive it with every
-// call; it is immutable and safe to share.
-type Table struct {
-	Name    string   // physical table name
-	Model   string   // logical model name
-	Columns []Column // in model order; Columns[0] is the primary key
-	Comment string
-	// Optional is the model's Optional: a database may lack the table.
-	Optional bool
-
-	byField  map[string]int
-	byColumn map[string]int
-}
-
-// Column returns the column of a logical field.
-func (t *Table) Column(field string) (Column, bool) {
-	i, ok := t.byField[field]
-	if !ok {
-		return Column{}, false
-	}
-	return t.Columns[i], true
-}
-
-// ColumnByName returns the column with a physical name.
-func (t *Table) ColumnByName(name string) (Column, bool) {
-	i, ok := t.byColumn[name]
-	if !ok {
-		return Column{}, false
-	}
-	return t.Columns[i], true
-}
-
-// PrimaryKey returns the primary-key column.
-func (t *Table) PrimaryKey() Column { return t.Columns[0] }
-
-// SelectsOne reports whether where, at the adapter level (physical column
-// names), pins at most one row by itself: an equality with a non-nil value
-// on the primary key or a unique column. Such a guard needs no "first
-// matching row" subquery to change at most one row.
-func (t *Table) SelectsOne(where []Where) bool {
-	for _, w := range where {
-		if w.Op != OpEq || w.Value == nil {
-			continue
-		}
-		if i, ok := t.byColumn[w.Field]; ok && (t.Columns[i].Field.Primary || t.Columns[i].Field.Unique) {
-			return true
-		}
-	}
-	return false
-}
-
-// ColumnNames returns the physical column names in model order.
-func (t *Table) ColumnNames() []string {
-	names := make([]string, len(t.Columns))
-	for i, c := range t.Columns {
-		names[i] = c.Name
-	}
-	return names
-}
-
 // Schema is a set of models resolved to physical names by a [Naming].
 type Schema struct {
-	tables []*Table
-	byName map[string]*Table
+	tables []*driver.Table
+	byName map[string]*driver.Table
 }
 
 // identifier is what every table and column name must look like: portable
@@ -117,7 +53,7 @@ var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 // table sharing a name (compared case-insensitively, as MySQL does).
 func NewSchema(naming Naming, extra ...Model) (*Schema, error) {
 	models := append(BuiltinModels(), extra...)
-	s := &Schema{byName: map[string]*Table{}}
+	s := &Schema{byName: map[string]*driver.Table{}}
 	tableNames := map[string]string{}
 	for _, m := range models {
 		if err := checkModel(m); err != nil {
@@ -189,8 +125,8 @@ func checkModel(m Model) error {
 	return nil
 }
 
-func resolve(m Model, n Naming) (*Table, error) {
-	t := &Table{Model: m.Name, Comment: m.Comment, Optional: m.Optional, byField: map[string]int{}, byColumn: map[string]int{}}
+func resolve(m Model, n Naming) (*driver.Table, error) {
+	t := driver.Table{Model: m.Name, Comment: m.Comment, Optional: m.Optional}
 	// An override set to "" is refused below rather than ignored: it is
 	// more likely a mistake than a request for the default.
 	name, overridden := n.Tables[m.Name]
@@ -208,7 +144,7 @@ func resolve(m Model, n Naming) (*Table, error) {
 		return nil, invalid("NewSchema", m.Name, "table name %q is not a valid identifier", t.Name)
 	}
 	lower := map[string]string{}
-	for i, f := range m.Fields {
+	for _, f := range m.Fields {
 		name, overridden := n.Columns[m.Name][f.Name]
 		if !overridden {
 			name = f.Name
@@ -223,11 +159,9 @@ func resolve(m Model, n Naming) (*Table, error) {
 			return nil, invalid("NewSchema", m.Name, "fields %q and %q both map to column %q", other, f.Name, name)
 		}
 		lower[strings.ToLower(name)] = f.Name
-		t.Columns = append(t.Columns, Column{Name: name, Field: f})
-		t.byField[f.Name] = i
-		t.byColumn[name] = i
+		t.Columns = append(t.Columns, driver.Column{Name: name, Field: f})
 	}
-	return t, nil
+	return driver.NewTable(t), nil
 }
 
 // snake turns lastRequest into last_request and rateLimitTimeWindow into
@@ -251,20 +185,20 @@ func snake(s string) string {
 }
 
 // Table returns the resolved table of a logical model.
-func (s *Schema) Table(model string) (*Table, bool) {
+func (s *Schema) Table(model string) (*driver.Table, bool) {
 	t, ok := s.byName[model]
 	return t, ok
 }
 
 // Tables returns every table, built-in models first, in definition order.
-func (s *Schema) Tables() []*Table { return append([]*Table(nil), s.tables...) }
+func (s *Schema) Tables() []*driver.Table { return append([]*driver.Table(nil), s.tables...) }
 
 // Without returns a copy of s without the named models, for a database
 // that holds only some of the tables (none of the optional ones, say): a DB
 // on it refuses those models as unknown, and the API-key manager treats
 // the features that need them as unavailable. A name s lacks is ignored.
 func (s *Schema) Without(models ...string) *Schema {
-	out := &Schema{byName: map[string]*Table{}}
+	out := &Schema{byName: map[string]*driver.Table{}}
 	for _, t := range s.tables {
 		if !slices.Contains(models, t.Model) {
 			out.tables = append(out.tables, t)

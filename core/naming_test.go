@@ -204,7 +204,7 @@ func TestNamingReachesTheAdapter(t *testing.T) {
 	if tb.Name != "rateLimits" {
 		t.Fatalf("table %q", tb.Name)
 	}
-	rec, err := m.FindOne(ctx, tb, []core.Where{core.Eq("rl_key", "a")})
+	rec, err := m.FindOne(ctx, tb, cols(core.Eq("rl_key", "a")))
 	if err != nil || rec == nil {
 		t.Fatalf("physical read: %v, %v", rec, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/sluice-go/sluice/core/driver"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -16,9 +18,9 @@ import (
 func TestNestedInTx(t *testing.T) {
 	ctx := context.Background()
 	rl := core.ModelRateLimit
-	adapters := map[string]func(m *memory.Memory) core.Adapter{
-		"native":   func(m *memory.Memory) core.Adapter { return m },
-		"fallback": func(m *memory.Memory) core.Adapter { return m.WithoutIncrementOne() },
+	adapters := map[string]func(m *memory.Memory) driver.Adapter{
+		"native":   func(m *memory.Memory) driver.Adapter { return m },
+		"fallback": func(m *memory.Memory) driver.Adapter { return m.WithoutIncrementOne() },
 	}
 	for name, adapter := range adapters {
 		t.Run(name+"/an inner error rolls back the inner writes only", func(t *testing.T) {
@@ -78,7 +80,7 @@ func TestNestedInTx(t *testing.T) {
 		})
 	}
 
-	t.Run("without a nested Transactor InTx refuses and the fallback still works", func(t *testing.T) {
+	t.Run("without a nested driver.Transactor InTx refuses and the fallback still works", func(t *testing.T) {
 		c := &txCounter{Adapter: memory.New().WithoutIncrementOne()} // its tx adapter has no Transaction
 		db := mustNew(t, c)
 		mustCreate(t, db, rl, map[string]any{"key": "a", "count": 1})

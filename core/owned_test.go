@@ -5,22 +5,23 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
 // owning hands out, as an adapter that reads rows from a database does,
-// a new record each call, and says so (core.RecordOwner); it keeps the
+// a new record each call, and says so (driver.RecordOwner); it keeps the
 // last one to see what DB did with it.
 type owning struct {
 	*memory.Memory
 	owned bool
-	last  core.Record
-	where []core.Where
+	last  driver.Record
+	where []driver.Where
 }
 
 func (o *owning) RecordsOwned() bool { return o.owned }
 
-func (o *owning) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (o *owning) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	rec, err := o.Memory.IncrementOne(ctx, t, where, inc, set)
 	o.last, o.where = rec, where
 	return rec, err
@@ -49,7 +50,7 @@ func TestOwnedRecordsConvertInPlace(t *testing.T) {
 		}
 		// The request DB handed the adapter is cleared once the call is over.
 		for _, w := range a.where[:cap(a.where)] {
-			if w.Value != nil || w.Field != "" {
+			if w.Value != nil || w.Column != "" {
 				t.Errorf("owned %v: the where buffer still holds %v after the call", owned, w)
 			}
 		}
@@ -58,7 +59,7 @@ func TestOwnedRecordsConvertInPlace(t *testing.T) {
 
 // A record that fails to convert is left as it was, and the call fails.
 func TestOwnedRecordConversionFailure(t *testing.T) {
-	a := &driverRowOwned{rec: core.Record{"id": int64(1), "key": "k", "count": "not a number", "last_request": int64(5)}}
+	a := &driverRowOwned{rec: driver.Record{"id": int64(1), "key": "k", "count": "not a number", "last_request": int64(5)}}
 	db := mustNew(t, a)
 	_, _, err := db.FindOne(context.Background(), core.ModelRateLimit, core.Eq("key", "k"))
 	if err == nil {
@@ -70,14 +71,14 @@ func TestOwnedRecordConversionFailure(t *testing.T) {
 }
 
 type driverRowOwned struct {
-	core.Adapter
-	rec core.Record
+	driver.Adapter
+	rec driver.Record
 }
 
 func (d *driverRowOwned) RecordsOwned() bool { return true }
-func (d *driverRowOwned) FindOne(context.Context, *core.Table, []core.Where) (core.Record, error) {
+func (d *driverRowOwned) FindOne(context.Context, *driver.Table, []driver.Where) (driver.Record, error) {
 	return d.rec, nil
 }
-func (d *driverRowOwned) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (d *driverRowOwned) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	return nil, nil
 }

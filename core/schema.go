@@ -1,41 +1,24 @@
 package core
 
-// FieldType is the logical type of a field. Each adapter and the generator
-// map it to a column type of its dialect.
-type FieldType uint8
+import "github.com/sluice-go/sluice/core/driver"
 
-// The field types. Integers are int64 everywhere; times are instants stored
-// in UTC with millisecond precision (timestamptz on PostgreSQL, DATETIME(3) on
-// MySQL, fixed-width ISO-8601 text on SQLite, see [FormatTime]).
-const (
-	TypeString FieldType = iota + 1
-	TypeInt
-	TypeBool
-	TypeTime
+// Field describes one field of a [Model]; FieldType is its logical type,
+// which each adapter and the generator map to a column type of its
+// dialect. Integers are int64 everywhere; times are instants stored in UTC
+// with millisecond precision (timestamptz on PostgreSQL, DATETIME(3) on
+// MySQL, fixed-width ISO-8601 text on SQLite).
+type (
+	Field     = driver.Field
+	FieldType = driver.FieldType
 )
 
-var typeNames = [...]string{"", "string", "int", "bool", "time"}
-
-// String returns "string", "int", "bool" or "time".
-func (t FieldType) String() string {
-	if int(t) < len(typeNames) && t != 0 {
-		return typeNames[t]
-	}
-	return "FieldType(?)"
-}
-
-// Field describes one field of a model.
-type Field struct {
-	Name     string    // logical name, such as "lastRequest"
-	Type     FieldType //
-	Primary  bool      // the auto-incrementing integer primary key
-	Nullable bool      // the column accepts NULL
-	Default  any       // value used by Create when the caller gives none; nil for none
-	Unique   bool      // a unique index on this column alone
-	Index    bool      // a plain index on this column alone
-	Size     int       // for strings: the VARCHAR length where the dialect needs one (indexed strings); 0 for unbounded text
-	Comment  string    // what the field holds, for generated code
-}
+// The field types.
+const (
+	TypeString = driver.TypeString
+	TypeInt    = driver.TypeInt
+	TypeBool   = driver.TypeBool
+	TypeTime   = driver.TypeTime
+)
 
 // Model is a logical model: a name and its fields, the first being the primary key.
 type Model struct {

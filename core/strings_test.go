@@ -118,7 +118,7 @@ func TestStorableStringsPassByteExact(t *testing.T) {
 			t.Errorf("Create %q returned %q", s, row.Text("key"))
 		}
 		tb, _ := db.Schema().Table(core.ModelRateLimit)
-		rec, err := m.FindOne(ctx, tb, []core.Where{core.Eq("id", row.Int("id"))})
+		rec, err := m.FindOne(ctx, tb, cols(core.Eq("id", row.Int("id"))))
 		if err != nil || rec["key"] != s {
 			t.Errorf("the adapter stored %q (%v), want %q", rec["key"], err, s)
 		}

@@ -4,14 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-// TestCreateTablesUnsupported: an adapter without core.TableCreator makes
+// TestCreateTablesUnsupported: an adapter without driver.TableCreator makes
 // CreateTables fail with ErrUnsupported, naming the adapter and the way
 // out, before any I/O.
 func TestCreateTablesUnsupported(t *testing.T) {
@@ -22,7 +24,7 @@ func TestCreateTablesUnsupported(t *testing.T) {
 		t.Fatalf("CreateTables = %v, want ErrUnsupported", err)
 	}
 	wrappedOnce(t, err, "CreateTables", "")
-	for _, want := range []string{"core_test.nativeOnly", "core.TableCreator", "migrations"} {
+	for _, want := range []string{"core_test.nativeOnly", "driver.TableCreator", "migrations"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}
@@ -64,18 +66,18 @@ func TestCreateTablesMemory(t *testing.T) {
 // or CreateTables itself.
 type creator struct {
 	*memory.Memory
-	created   []*core.Schema
+	created   [][]*driver.Table
 	createErr error
 	unfit     string // physical table name CheckSchema refuses
 	checked   []string
 }
 
-func (c *creator) CreateTables(_ context.Context, s *core.Schema) error {
-	c.created = append(c.created, s)
+func (c *creator) CreateTables(_ context.Context, tables []*driver.Table) error {
+	c.created = append(c.created, tables)
 	return c.createErr
 }
 
-func (c *creator) CheckSchema(_ context.Context, t *core.Table) error {
+func (c *creator) CheckSchema(_ context.Context, t *driver.Table) error {
 	c.checked = append(c.checked, t.Name)
 	if t.Name == c.unfit {
 		return fmt.Errorf("%w: table %q has no column %q", core.ErrSchema, t.Name, "count")
@@ -83,8 +85,8 @@ func (c *creator) CheckSchema(_ context.Context, t *core.Table) error {
 	return nil
 }
 
-// TestCreateTablesChecksAfter: CreateTables hands the adapter the DB's own
-// schema (physical names included), then checks every table, reporting an
+// TestCreateTablesChecksAfter: CreateTables hands the adapter the tables
+// of the DB's own schema (physical names included), then checks every table, reporting an
 // unfit one as ErrSchema under CreateTables and the model; an adapter
 // error is wrapped once and skips the check.
 func TestCreateTablesChecksAfter(t *testing.T) {
@@ -92,8 +94,8 @@ func TestCreateTablesChecksAfter(t *testing.T) {
 	c := &creator{Memory: memory.New(), unfit: "rateLimit"}
 	db := mustNew(t, c, core.WithNaming(core.Naming{Preset: core.BetterAuth}))
 	err := db.CreateTables(ctx)
-	if len(c.created) != 1 || c.created[0] != db.Schema() {
-		t.Fatalf("adapter got schemas %v, want the DB's own once", c.created)
+	if len(c.created) != 1 || !slices.Equal(c.created[0], db.Schema().Tables()) {
+		t.Fatalf("adapter got tables %v, want the DB's own once", c.created)
 	}
 	if !errors.Is(err, core.ErrSchema) || !strings.Contains(err.Error(), `"count"`) {
 		t.Fatalf("CreateTables = %v, want ErrSchema naming the column", err)
@@ -163,7 +165,7 @@ type checkingAdapter struct {
 	checked map[string]bool
 }
 
-func (a checkingAdapter) CheckSchema(_ context.Context, t *core.Table) error {
+func (a checkingAdapter) CheckSchema(_ context.Context, t *driver.Table) error {
 	a.checked[t.Model] = true
 	if t.Optional {
 		return &core.Error{Op: "CheckSchema", Model: t.Model, Kind: core.ErrSchema}

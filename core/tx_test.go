@@ -6,14 +6,15 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
 func TestInTx(t *testing.T) {
 	ctx := context.Background()
-	adapters := map[string]func(m *memory.Memory) core.Adapter{
-		"native":   func(m *memory.Memory) core.Adapter { return m },
-		"fallback": func(m *memory.Memory) core.Adapter { return m.WithoutIncrementOne() },
+	adapters := map[string]func(m *memory.Memory) driver.Adapter{
+		"native":   func(m *memory.Memory) driver.Adapter { return m },
+		"fallback": func(m *memory.Memory) driver.Adapter { return m.WithoutIncrementOne() },
 	}
 	for name, adapter := range adapters {
 		t.Run(name+"/the tx DB sees its writes and they commit", func(t *testing.T) {

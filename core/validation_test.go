@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -110,10 +111,10 @@ func TestValidation(t *testing.T) {
 		{"bool gte", "Count", ak, count(ak, core.Gte("rateLimitEnabled", false)), "booleans cannot be ordered"},
 		{"in empty", "FindOne", rl, find(rl, core.In("key")), "needs at least one value"},
 		{"not in empty", "DeleteMany", rl, delMany(rl, core.NotIn("key")), "needs at least one value"},
-		{"in empty slice value", "Count", rl, count(rl, core.Where{Field: "key", Op: core.OpIn, Value: []string{}}), "needs at least one value"},
-		{"in non-list", "FindOne", rl, find(rl, core.Where{Field: "key", Op: core.OpIn, Value: "k"}), "needs a list of values, got string"},
-		{"not in non-list", "FindOne", rl, find(rl, core.Where{Field: "count", Op: core.OpNotIn, Value: 3}), "needs a list of values, got int"},
-		{"in nil", "FindOne", rl, find(rl, core.Where{Field: "key", Op: core.OpIn, Value: nil}), "needs a list of values"},
+		{"in empty slice value", "Count", rl, count(rl, core.Where{Field: "key", Op: driver.OpIn, Value: []string{}}), "needs at least one value"},
+		{"in non-list", "FindOne", rl, find(rl, core.Where{Field: "key", Op: driver.OpIn, Value: "k"}), "needs a list of values, got string"},
+		{"not in non-list", "FindOne", rl, find(rl, core.Where{Field: "count", Op: driver.OpNotIn, Value: 3}), "needs a list of values, got int"},
+		{"in nil", "FindOne", rl, find(rl, core.Where{Field: "key", Op: driver.OpIn, Value: nil}), "needs a list of values"},
 		{"in nil element", "FindOne", rl, find(rl, core.In("key", "a", nil)), "nil in a list never matches"},
 		{"not in nil element", "FindOne", ak, find(ak, core.NotIn("remaining", 1, nilInt)), "nil in a list never matches"},
 		{"in element of the wrong type", "FindOne", rl, find(rl, core.In("count", 1, "two")), `field "count" is int, got string`},
@@ -162,7 +163,7 @@ func TestValidation(t *testing.T) {
 
 	for _, native := range []bool{true, false} {
 		m := memory.New()
-		var a core.Adapter = m
+		var a driver.Adapter = m
 		if !native {
 			a = m.WithoutIncrementOne()
 		}
@@ -232,11 +233,11 @@ func TestValidRequestsReachTheAdapter(t *testing.T) {
 			return err
 		}},
 		{"in typed slice", func() error {
-			_, err := db.Count(ctx, core.ModelRateLimit, core.Where{Field: "key", Op: core.OpIn, Value: []string{"k", "j"}})
+			_, err := db.Count(ctx, core.ModelRateLimit, core.Where{Field: "key", Op: driver.OpIn, Value: []string{"k", "j"}})
 			return err
 		}},
 		{"in array", func() error {
-			_, err := db.Count(ctx, core.ModelRateLimit, core.Where{Field: "key", Op: core.OpNotIn, Value: [2]string{"k", "j"}})
+			_, err := db.Count(ctx, core.ModelRateLimit, core.Where{Field: "key", Op: driver.OpNotIn, Value: [2]string{"k", "j"}})
 			return err
 		}},
 		{"bool eq", func() error { _, err := db.Count(ctx, core.ModelAPIKey, core.Eq("enabled", true)); return err }},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 func TestWhereConstructors(t *testing.T) {
@@ -12,14 +13,14 @@ func TestWhereConstructors(t *testing.T) {
 		got  core.Where
 		want core.Where
 	}{
-		{core.Eq("f", 1), core.Where{Field: "f", Op: core.OpEq, Value: 1}},
-		{core.Ne("f", 1), core.Where{Field: "f", Op: core.OpNe, Value: 1}},
-		{core.Lt("f", 1), core.Where{Field: "f", Op: core.OpLt, Value: 1}},
-		{core.Lte("f", 1), core.Where{Field: "f", Op: core.OpLte, Value: 1}},
-		{core.Gt("f", 1), core.Where{Field: "f", Op: core.OpGt, Value: 1}},
-		{core.Gte("f", 1), core.Where{Field: "f", Op: core.OpGte, Value: 1}},
-		{core.In("f", 1, 2), core.Where{Field: "f", Op: core.OpIn, Value: []any{1, 2}}},
-		{core.NotIn("f", "a"), core.Where{Field: "f", Op: core.OpNotIn, Value: []any{"a"}}},
+		{core.Eq("f", 1), core.Where{Field: "f", Op: driver.OpEq, Value: 1}},
+		{core.Ne("f", 1), core.Where{Field: "f", Op: driver.OpNe, Value: 1}},
+		{core.Lt("f", 1), core.Where{Field: "f", Op: driver.OpLt, Value: 1}},
+		{core.Lte("f", 1), core.Where{Field: "f", Op: driver.OpLte, Value: 1}},
+		{core.Gt("f", 1), core.Where{Field: "f", Op: driver.OpGt, Value: 1}},
+		{core.Gte("f", 1), core.Where{Field: "f", Op: driver.OpGte, Value: 1}},
+		{core.In("f", 1, 2), core.Where{Field: "f", Op: driver.OpIn, Value: []any{1, 2}}},
+		{core.NotIn("f", "a"), core.Where{Field: "f", Op: driver.OpNotIn, Value: []any{"a"}}},
 		{core.IsNull("f"), core.Eq("f", nil)},
 		{core.IsNotNull("f"), core.Ne("f", nil)},
 	}
@@ -31,8 +32,8 @@ func TestWhereConstructors(t *testing.T) {
 }
 
 func TestNames(t *testing.T) {
-	ops := map[core.Op]string{core.OpEq: "eq", core.OpNe: "ne", core.OpLt: "lt", core.OpLte: "lte", core.OpGt: "gt",
-		core.OpGte: "gte", core.OpIn: "in", core.OpNotIn: "not in", 0: "Op(0)", 42: "Op(42)"}
+	ops := map[driver.Op]string{driver.OpEq: "eq", driver.OpNe: "ne", driver.OpLt: "lt", driver.OpLte: "lte", driver.OpGt: "gt",
+		driver.OpGte: "gte", driver.OpIn: "in", driver.OpNotIn: "not in", 0: "Op(0)", 42: "Op(42)"}
 	for op, want := range ops {
 		if got := op.String(); got != want {
 			t.Errorf("Op(%d).String() = %q, want %q", uint8(op), got, want)

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // bunFiles writes one bun model struct per table.
-func bunFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
+func bunFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
 		var b strings.Builder
 		b.WriteString("import (\n")
-		if usesTime([]*core.Table{t}) {
+		if usesTime([]*driver.Table{t}) {
 			b.WriteString("\t\"time\"\n\n")
 		}
 		b.WriteString("\t\"github.com/uptrace/bun\"\n)\n\n")
@@ -39,7 +39,7 @@ func bunFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]Fi
 // because bun's own choice for time.Time on MySQL is DATETIME without
 // fractional seconds. A unique column names its constraint, which is the
 // DDL's unique index (bun's CREATE TABLE makes no plain indexes).
-func bunTag(d Dialect, names map[indexKey]string, t *core.Table, c core.Column) string {
+func bunTag(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column) string {
 	f := c.Field
 	parts := []string{c.Name}
 	if f.Primary {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Plan is what brings an existing database to the schema without
@@ -39,7 +40,7 @@ func (p Plan) Empty() bool { return len(p.Statements) == 0 && len(p.Left) == 0 }
 // type), and otherwise quoted with Go's escapes, so that no newline or
 // other control character read from a database reaches a script or a
 // terminal.
-func Diff(s *core.Schema, tables []*core.Table, d Dialect, cat Catalog) (Plan, error) {
+func Diff(s *core.Schema, tables []*driver.Table, d Dialect, cat Catalog) (Plan, error) {
 	if _, err := ParseDialect(string(d)); err != nil {
 		return Plan{}, err
 	}
@@ -49,12 +50,13 @@ func Diff(s *core.Schema, tables []*core.Table, d Dialect, cat Catalog) (Plan, e
 	if tables == nil {
 		tables = s.Tables()
 	}
+	all := s.Tables()
 	for _, t := range tables {
-		if err := ofSchema(s, t); err != nil {
-			return Plan{}, err
+		if !slices.Contains(all, t) {
+			return Plan{}, fmt.Errorf("gen: table %s (model %q) is not a table of the schema", t.Name, t.Model)
 		}
 	}
-	names := indexNames(s)
+	names := indexNames(all)
 	var p Plan
 	for _, t := range tables {
 		have, ok := cat[t.Name]
@@ -74,7 +76,7 @@ func (p *Plan) leave(format string, args ...any) {
 	p.Left = append(p.Left, fmt.Sprintf(format, args...))
 }
 
-func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *core.Table, have *ExistingTable) {
+func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *driver.Table, have *ExistingTable) {
 	var indexes []string
 	for _, c := range t.Columns {
 		hc, ok := have.column(d, c.Name)
@@ -88,7 +90,7 @@ func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *core.Table, ha
 				f.Nullable = true
 				p.leave("column %s.%s is added without NOT NULL, as existing rows have no value for it: fill it, then add the constraint", t.Name, c.Name)
 			}
-			p.Statements = append(p.Statements, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.Quote(t.Name), d.columnDef(core.Column{Name: c.Name, Field: f})))
+			p.Statements = append(p.Statements, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.Quote(t.Name), d.columnDef(driver.Column{Name: c.Name, Field: f})))
 		} else {
 			p.compareColumn(d, t, c, hc)
 		}
@@ -102,7 +104,7 @@ func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *core.Table, ha
 		if _, ok := t.ColumnByName(hc.Name); ok {
 			continue
 		}
-		if d == MySQL && slices.ContainsFunc(t.Columns, func(c core.Column) bool { return strings.EqualFold(c.Name, hc.Name) }) {
+		if d == MySQL && slices.ContainsFunc(t.Columns, func(c driver.Column) bool { return strings.EqualFold(c.Name, hc.Name) }) {
 			continue
 		}
 		if !hc.Nullable && !hc.HasDefault {
@@ -114,7 +116,7 @@ func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *core.Table, ha
 }
 
 // compareColumn notes a type or nullability that differs from the schema.
-func (p *Plan) compareColumn(d Dialect, t *core.Table, c core.Column, hc ExistingColumn) {
+func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc ExistingColumn) {
 	want := d.ColumnType(c.Field)
 	if c.Field.Primary {
 		if typeFamily(d, hc.Type) != core.TypeInt {
@@ -136,7 +138,7 @@ func (p *Plan) compareColumn(d Dialect, t *core.Table, c core.Column, hc Existin
 		f.Nullable = hc.Nullable
 		p.leave("column %s.%s has collation %s, not a binary NO PAD one: keys differing only by trailing spaces (under a _ci collation, also by case) are one key; "+
 			"the schema wants utf8mb4_nopad_bin (MariaDB 10.2.2+) or utf8mb4_0900_bin (MySQL 8.0.17+): "+
-			"ALTER TABLE %s MODIFY %s", t.Name, c.Name, shownName(hc.Collation), d.Quote(t.Name), d.columnDef(core.Column{Name: c.Name, Field: f}))
+			"ALTER TABLE %s MODIFY %s", t.Name, c.Name, shownName(hc.Collation), d.Quote(t.Name), d.columnDef(driver.Column{Name: c.Name, Field: f}))
 	}
 	switch {
 	case c.Field.Nullable && !hc.Nullable:
@@ -148,7 +150,7 @@ func (p *Plan) compareColumn(d Dialect, t *core.Table, c core.Column, hc Existin
 
 // diffIndex returns the CREATE INDEX statement for a column whose own
 // index is missing, or "" when it exists or cannot be made safely.
-func (p *Plan) diffIndex(d Dialect, names map[indexKey]string, t *core.Table, c core.Column, have *ExistingTable) string {
+func (p *Plan) diffIndex(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column, have *ExistingTable) string {
 	name, unique, ok := indexOf(names, t, c)
 	if !ok {
 		return ""

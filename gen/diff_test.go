@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // TestDiffCatalog checks the plan for differences no database test
@@ -61,7 +62,7 @@ func TestDiffCatalog(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			e := full()
 			c.edit(e)
-			plan, err := Diff(s, []*core.Table{rl}, SQLite, Catalog{"rate_limit": e})
+			plan, err := Diff(s, []*driver.Table{rl}, SQLite, Catalog{"rate_limit": e})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,7 +84,7 @@ func TestDiffCatalog(t *testing.T) {
 		}
 		for collation, note := range map[string]bool{"utf8mb4_nopad_bin": false, "utf8mb4_0900_bin": false, "": false,
 			"utf8mb4_bin": true, "utf8mb4_general_ci": true, "utf8mb4_unicode_nopad_ci": true} {
-			plan, err := Diff(s, []*core.Table{rl}, MySQL, Catalog{"rate_limit": mysqlTable(collation)})
+			plan, err := Diff(s, []*driver.Table{rl}, MySQL, Catalog{"rate_limit": mysqlTable(collation)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,11 +101,11 @@ func TestDiffCatalog(t *testing.T) {
 		}
 	})
 	t.Run("missing table is created", func(t *testing.T) {
-		plan, err := Diff(s, []*core.Table{rl}, SQLite, Catalog{})
+		plan, err := Diff(s, []*driver.Table{rl}, SQLite, Catalog{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want, _ := SQLite.CreateTable(s, rl); !reflect.DeepEqual(plan.Statements, want) || plan.Left != nil {
+		if want, _ := SQLite.CreateTable(s.Tables(), rl); !reflect.DeepEqual(plan.Statements, want) || plan.Left != nil {
 			t.Errorf("got %q %q, want %q", plan.Statements, plan.Left, want)
 		}
 	})
@@ -115,7 +116,7 @@ func TestDiffCatalog(t *testing.T) {
 	})
 	t.Run("table of another schema", func(t *testing.T) {
 		other, _ := core.MustSchema(core.Naming{}).Table(core.ModelRateLimit)
-		if _, err := Diff(s, []*core.Table{other}, SQLite, Catalog{}); err == nil || !strings.Contains(err.Error(), "not a table of the schema") {
+		if _, err := Diff(s, []*driver.Table{other}, SQLite, Catalog{}); err == nil || !strings.Contains(err.Error(), "not a table of the schema") {
 			t.Errorf("err = %v", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // entDialects are ent's dialect constants (entgo.io/ent/dialect), with the
@@ -23,7 +24,7 @@ var entDialects = []struct {
 // column type in every dialect (SchemaType, the same as the DDL) and the
 // index names, so that ent's migration and sluice's DDL describe the same
 // tables.
-func entFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
+func entFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -70,7 +71,7 @@ func entFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]Fi
 	return files, nil
 }
 
-func hasIndex(t *core.Table) bool {
+func hasIndex(t *driver.Table) bool {
 	for _, c := range t.Columns {
 		if _, ok := indexSuffix(c); ok {
 			return true
@@ -80,7 +81,7 @@ func hasIndex(t *core.Table) bool {
 }
 
 // entField renders one field.*(...) builder expression with its trailing comma.
-func entField(c core.Column) string {
+func entField(c driver.Column) string {
 	f := c.Field
 	name := snakeName(f.Name)
 	var parts []string

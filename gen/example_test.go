@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -42,7 +43,7 @@ func ExampleGenerate() {
 func ExampleDiff() {
 	s := core.MustSchema(core.Naming{})
 	rl, _ := s.Table(core.ModelRateLimit)
-	plan, err := gen.Diff(s, []*core.Table{rl}, gen.MySQL, gen.Catalog{"rate_limit": {
+	plan, err := gen.Diff(s, []*driver.Table{rl}, gen.MySQL, gen.Catalog{"rate_limit": {
 		Name: "rate_limit",
 		Columns: []gen.ExistingColumn{
 			{Name: "id", Type: "bigint(20)"},

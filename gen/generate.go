@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Target is what [Generate] writes.
@@ -100,7 +101,7 @@ func Generate(cfg Config) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := indexNames(s)
+	names := indexNames(s.Tables())
 	var files []File
 	switch cfg.Target {
 	case Ent:
@@ -130,7 +131,7 @@ func (cfg Config) Schema() (*core.Schema, error) {
 }
 
 // tables validates cfg and returns its schema and the tables to emit.
-func (cfg *Config) tables() (*core.Schema, []*core.Table, error) {
+func (cfg *Config) tables() (*core.Schema, []*driver.Table, error) {
 	if _, err := ParseTarget(string(cfg.Target)); err != nil {
 		return nil, nil, err
 	}
@@ -167,7 +168,7 @@ func (cfg *Config) tables() (*core.Schema, []*core.Table, error) {
 
 // selectTables returns the tables of models, in schema order; all of them
 // when models is empty.
-func selectTables(s *core.Schema, models []string) ([]*core.Table, error) {
+func selectTables(s *core.Schema, models []string) ([]*driver.Table, error) {
 	if len(models) == 0 {
 		return s.Tables(), nil
 	}
@@ -181,7 +182,7 @@ func selectTables(s *core.Schema, models []string) ([]*core.Table, error) {
 		}
 		want[m] = true
 	}
-	var out []*core.Table
+	var out []*driver.Table
 	for _, t := range s.Tables() {
 		if want[t.Model] {
 			out = append(out, t)
@@ -243,7 +244,7 @@ func goFile(cfg Config, name, body string) (File, error) {
 }
 
 // goFileName is the file for a table's Go type: ratelimit.go, apikey.go.
-func goFileName(t *core.Table) string { return strings.ToLower(goName(t.Model)) + ".go" }
+func goFileName(t *driver.Table) string { return strings.ToLower(goName(t.Model)) + ".go" }
 
 // goQuote quotes s as a Go interpreted string literal.
 func goQuote(s string) string { return fmt.Sprintf("%q", s) }

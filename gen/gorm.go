@@ -4,16 +4,16 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // gormFiles writes one gorm model struct per table.
-func gormFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]File, error) {
+func gormFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
 		var b strings.Builder
-		if usesTime([]*core.Table{t}) {
+		if usesTime([]*driver.Table{t}) {
 			b.WriteString("import \"time\"\n\n")
 		}
 		b.WriteString(typeDoc(name, t, "is a row of"))
@@ -35,7 +35,7 @@ func gormFiles(cfg Config, names map[indexKey]string, tables []*core.Table) ([]F
 }
 
 // gormTag is the gorm struct tag of a column.
-func gormTag(d Dialect, names map[indexKey]string, t *core.Table, c core.Column) string {
+func gormTag(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column) string {
 	f := c.Field
 	parts := []string{"column:" + c.Name}
 	if f.Primary {

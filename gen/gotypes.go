@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // goType is the Go type of a field in a model struct: int64, string, bool
@@ -28,7 +29,7 @@ func goType(f core.Field) string {
 }
 
 // usesTime reports whether any column of tables is a time.
-func usesTime(tables []*core.Table) bool {
+func usesTime(tables []*driver.Table) bool {
 	for _, t := range tables {
 		for _, c := range t.Columns {
 			if c.Field.Type == core.TypeTime {
@@ -107,7 +108,7 @@ func lineComment(indent, text string) string {
 }
 
 // typeDoc is the doc comment of a generated type.
-func typeDoc(name string, t *core.Table, what string) string {
+func typeDoc(name string, t *driver.Table, what string) string {
 	doc := fmt.Sprintf("%s %s the %s table", name, what, t.Name)
 	if t.Comment != "" {
 		doc += ": " + t.Comment

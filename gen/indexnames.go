@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // maxIdentifier is PostgreSQL's limit on a name (NAMEDATALEN-1 bytes); a
@@ -34,7 +34,7 @@ type indexKey struct{ table, column string }
 // Relations PostgreSQL names itself (<table>_pkey, <table>_<column>_seq)
 // cannot be taken: theirs end in "pkey" or "seq" (perhaps plus digits),
 // ours in "_key", "_idx" or hex digits.
-func indexNames(s *core.Schema) map[indexKey]string {
+func indexNames(tables []*driver.Table) map[indexKey]string {
 	type entry struct {
 		key             indexKey
 		natural, suffix string
@@ -42,7 +42,7 @@ func indexNames(s *core.Schema) map[indexKey]string {
 	var entries []entry
 	count := map[string]int{}
 	taken := map[string]bool{} // lower-cased names an index may not take
-	for _, t := range s.Tables() {
+	for _, t := range tables {
 		taken[strings.ToLower(t.Name)] = true
 		for _, c := range t.Columns {
 			suffix, ok := indexSuffix(c)
@@ -92,7 +92,7 @@ func indexNames(s *core.Schema) map[indexKey]string {
 }
 
 // indexSuffix is the suffix of a column's index name, if it has one of its own.
-func indexSuffix(c core.Column) (string, bool) {
+func indexSuffix(c driver.Column) (string, bool) {
 	switch {
 	case c.Field.Unique:
 		return "key", true
@@ -104,7 +104,7 @@ func indexSuffix(c core.Column) (string, bool) {
 
 // indexOf returns the index name and whether it is unique for a column of
 // t that has an index of its own, from names (see [indexNames]).
-func indexOf(names map[indexKey]string, t *core.Table, c core.Column) (name string, unique, ok bool) {
+func indexOf(names map[indexKey]string, t *driver.Table, c driver.Column) (name string, unique, ok bool) {
 	if _, ok := indexSuffix(c); !ok {
 		return "", false, false
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // checkIndexNames checks what indexNames promises for s: every indexed
@@ -15,7 +16,7 @@ import (
 // table of s has, compared case-insensitively.
 func checkIndexNames(t *testing.T, s *core.Schema) map[indexKey]string {
 	t.Helper()
-	names := indexNames(s)
+	names := indexNames(s.Tables())
 	seen := map[string]string{}
 	for _, tb := range s.Tables() {
 		seen[strings.ToLower(tb.Name)] = "table " + tb.Name
@@ -70,7 +71,7 @@ func TestIndexNamesUnique(t *testing.T) {
 // key index would be called, and checks that the index takes another name.
 func TestIndexNamesAvoidTakenHash(t *testing.T) {
 	long := strings.Repeat("r", 63)
-	first := indexNames(core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long}}))[indexKey{long, "key"}]
+	first := indexNames(core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long}}).Tables())[indexKey{long, "key"}]
 	s := core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long, core.ModelAPIKey: first}})
 	names := checkIndexNames(t, s)
 	if got := names[indexKey{long, "key"}]; got == first || !strings.HasPrefix(got, first[:46]) {
@@ -100,7 +101,7 @@ func TestTargetsAgreeOnIndexNames(t *testing.T) {
 		for _, d := range []Dialect{Postgres, MySQL, SQLite} {
 			s := core.MustSchema(n.naming)
 			var want, unique []string
-			for key, name := range indexNames(s) {
+			for key, name := range indexNames(s.Tables()) {
 				want = append(want, name)
 				tb, _ := tableNamed(s, key.table)
 				if c, _ := tb.ColumnByName(key.column); c.Field.Unique {
@@ -168,7 +169,7 @@ func withoutColumns(names []string, s *core.Schema) []string {
 	return out
 }
 
-func tableNamed(s *core.Schema, name string) (*core.Table, bool) {
+func tableNamed(s *core.Schema, name string) (*driver.Table, bool) {
 	for _, tb := range s.Tables() {
 		if tb.Name == name {
 			return tb, true

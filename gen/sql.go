@@ -2,9 +2,11 @@ package gen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Dialect is a SQL dialect.
@@ -52,7 +54,7 @@ func (d Dialect) ColumnType(f core.Field) string {
 		case MySQL:
 			return "DATETIME(3)"
 		}
-		// SQLite has no time type: the value is the text of core.FormatTime
+		// SQLite has no time type: the value is the text of driver.FormatTime
 		// (fixed-width UTC, ordered as text). The declared type DATETIME
 		// keeps that text as it is (NUMERIC affinity leaves a non-number
 		// alone) and tells the drivers (modernc, mattn) to scan it into a
@@ -79,36 +81,26 @@ func literal(v any) string {
 	return fmt.Sprint(v)
 }
 
-// CreateTable returns the statements that create table t of schema s and
-// its indexes, if they do not exist yet. The index names depend on every
-// table of s (see the package documentation), so t must be one of them.
+// CreateTable returns the statements that create table t and its indexes,
+// if they do not exist yet. The index names depend on every table of the
+// schema (see the package documentation): tables is the schema's Tables,
+// and t must be one of them.
 //
 // On MySQL, each indexed string column is declared
 // VARCHAR(255) /*!80017 COLLATE utf8mb4_0900_bin */ /*M!100202 COLLATE utf8mb4_nopad_bin */:
 // MySQL 8.0.17+ and MariaDB 10.2.2+ each run their own comment and get a
 // binary NO PAD collation, so the same statements serve both servers.
-func (d Dialect) CreateTable(s *core.Schema, t *core.Table) ([]string, error) {
+func (d Dialect) CreateTable(tables []*driver.Table, t *driver.Table) ([]string, error) {
 	if _, err := ParseDialect(string(d)); err != nil {
 		return nil, err
 	}
-	if err := ofSchema(s, t); err != nil {
-		return nil, err
+	if t == nil || !slices.Contains(tables, t) {
+		return nil, fmt.Errorf("gen: CreateTable: the table is not one of the tables given")
 	}
-	return d.createTable(indexNames(s), t), nil
+	return d.createTable(indexNames(tables), t), nil
 }
 
-// ofSchema checks that t is a table of s, as resolved by s.
-func ofSchema(s *core.Schema, t *core.Table) error {
-	if s == nil || t == nil {
-		return fmt.Errorf("gen: a schema and a table are required")
-	}
-	if st, ok := s.Table(t.Model); !ok || st != t {
-		return fmt.Errorf("gen: table %s (model %q) is not a table of the schema", t.Name, t.Model)
-	}
-	return nil
-}
-
-func (d Dialect) createTable(names map[indexKey]string, t *core.Table) []string {
+func (d Dialect) createTable(names map[indexKey]string, t *driver.Table) []string {
 	var cols []string
 	for _, c := range t.Columns {
 		cols = append(cols, "  "+d.columnDef(c))
@@ -163,7 +155,7 @@ func (d Dialect) columnDDLType(f core.Field) string {
 	return d.ColumnType(f)
 }
 
-func (d Dialect) columnDef(c core.Column) string {
+func (d Dialect) columnDef(c driver.Column) string {
 	f := c.Field
 	if f.Primary {
 		switch d {
@@ -192,7 +184,7 @@ func DDL(s *core.Schema, d Dialect) ([]string, error) {
 	if s == nil {
 		return nil, fmt.Errorf("gen: a schema is required")
 	}
-	names := indexNames(s)
+	names := indexNames(s.Tables())
 	var stmts []string
 	for _, t := range s.Tables() {
 		stmts = append(stmts, d.createTable(names, t)...)

@@ -3,7 +3,7 @@ package gen
 import (
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // sqlHeader heads every generated SQL file.
@@ -13,7 +13,7 @@ func sqlHeader(cfg Config) string {
 
 // sqlFiles writes schema.sql (every CREATE statement) and a migration pair
 // whose down file drops the tables in reverse order.
-func sqlFiles(cfg Config, names map[indexKey]string, tables []*core.Table) []File {
+func sqlFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) []File {
 	var up []string
 	for _, t := range tables {
 		up = append(up, cfg.Dialect.createTable(names, t)...)

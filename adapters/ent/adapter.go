@@ -11,13 +11,14 @@ import (
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Adapter is a [core.Adapter] on an ent driver: the SQL engine of
+// Adapter is a [driver.Adapter] on an ent driver: the SQL engine of
 // [sluicesql.Adapter], whose statements run through the driver, so that a
 // dialect.DebugDriver or any other driver wrapper sees every one of them.
-// It also implements [core.Incrementer], [core.Transactor] (nested calls
-// open savepoints), [core.Unwrapper] and [core.SchemaChecker]. It is safe
+// It also implements [driver.Incrementer], [driver.Transactor] (nested calls
+// open savepoints), [driver.Unwrapper] and [driver.SchemaChecker]. It is safe
 // for concurrent use when the driver is (an *entsql.Driver is; a
 // transaction is not, as with database/sql).
 type Adapter struct {
@@ -26,11 +27,11 @@ type Adapter struct {
 }
 
 var (
-	_ core.Adapter       = (*Adapter)(nil)
-	_ core.Incrementer   = (*Adapter)(nil)
-	_ core.Transactor    = (*Adapter)(nil)
-	_ core.Unwrapper     = (*Adapter)(nil)
-	_ core.SchemaChecker = (*Adapter)(nil)
+	_ driver.Adapter       = (*Adapter)(nil)
+	_ driver.Incrementer   = (*Adapter)(nil)
+	_ driver.Transactor    = (*Adapter)(nil)
+	_ driver.Unwrapper     = (*Adapter)(nil)
+	_ driver.SchemaChecker = (*Adapter)(nil)
 )
 
 // openTimeout bounds the server probe of New and NewTx, which take no

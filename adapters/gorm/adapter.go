@@ -13,8 +13,8 @@ import (
 )
 
 // Adapter is the adapter [New] returns: sluice's SQL engine, running its
-// statements through gorm. It implements core.Adapter, core.Incrementer,
-// core.Transactor, core.Unwrapper and core.SchemaChecker.
+// statements through gorm. It implements driver.Adapter, driver.Incrementer,
+// driver.Transactor, driver.Unwrapper and driver.SchemaChecker.
 type Adapter = sluicesql.Adapter
 
 // openTimeout bounds the server probe New runs (version, dialect, MySQL

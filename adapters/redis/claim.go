@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 var (
@@ -46,7 +47,7 @@ const (
 // key and req.Owner must share a hash tag, as storage-only managers make
 // them, so that a Cluster or a Ring keeps both on one node.
 func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	switch {
 	case req.Cost < 0 || req.Cost >= maxCalc:
 		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: cost %d is outside [0, 2^51)", core.ErrInvalid, req.Cost)
@@ -106,7 +107,7 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 // int), bool, string, or nil for a nullable field. It returns the key
 // after the change, and ok == false when no key is stored there.
 func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) (apikey.StoredKey, bool, error) {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	if len(fields) == 0 {
 		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w: no fields", core.ErrInvalid)
 	}

@@ -36,7 +36,7 @@
 //
 // # GCRA and concurrency limits
 //
-// Storage.AdvanceTAT (core.TATAdvancer) moves a GCRA key's theoretical
+// Storage.AdvanceTAT (driver.TATAdvancer) moves a GCRA key's theoretical
 // arrival time in one script, so ratelimit.WithMode(ratelimit.GCRA) works on
 // Secondary(storage); the key expires when its time is reached. The
 // sliding window needs only IncrementBounded. *Storage is also a

@@ -8,6 +8,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 //go:embed lua/gcra.lua
@@ -18,7 +19,7 @@ var gcraScript = redis.NewScript(gcraLua)
 
 // AdvanceTAT advances the theoretical arrival time at key in one Lua
 // script (GET, and SET with a millisecond expiry when it advances): the
-// rate limiter's GCRA mode (see core.TATAdvancer). The key expires when
+// rate limiter's GCRA mode (see driver.TATAdvancer). The key expires when
 // the caller's clock reaches the stored time, counted by Redis from the
 // call, so a skew between the two clocks moves nothing. now, increment
 // and limit must be in [0, 2^51): the script computes in doubles.
@@ -41,4 +42,4 @@ func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, li
 	return res[0], res[1] == 1, nil
 }
 
-var _ core.TATAdvancer = (*Storage)(nil)
+var _ driver.TATAdvancer = (*Storage)(nil)

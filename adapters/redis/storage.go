@@ -9,10 +9,11 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Storage is a core.SecondaryStorage on Redis. It also implements
-// core.BoundedIncrementer (for the rate limiter) and apikey.Claimer and
+// Storage is a driver.SecondaryStorage on Redis. It also implements
+// driver.BoundedIncrementer (for the rate limiter) and apikey.Claimer and
 // apikey.Indexer (for storage-only API keys). It is safe for concurrent use.
 type Storage struct {
 	client redis.UniversalClient
@@ -46,7 +47,7 @@ func (s *Storage) Unwrap() any { return s.client }
 
 // Get returns the value at key.
 func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	v, err := s.client.Get(ctx, s.prefix+key).Result()
 	if errors.Is(err, redis.Nil) {
 		return "", false, nil
@@ -60,7 +61,7 @@ func (s *Storage) Get(ctx context.Context, key string) (string, bool, error) {
 // Set stores value at key; ttl 0 means no expiry, otherwise it must be a
 // positive whole number of seconds.
 func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	if ttl != 0 {
 		if err := checkTTL(ttl); err != nil {
 			return err
@@ -74,7 +75,7 @@ func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration)
 
 // Delete removes key.
 func (s *Storage) Delete(ctx context.Context, key string) error {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	if err := s.client.Del(ctx, s.prefix+key).Err(); err != nil {
 		return fmt.Errorf("sluiceredis: delete: %w", err)
 	}
@@ -125,30 +126,30 @@ return {v, ttl, 1}
 // Increment adds by to the counter at key, creating it with ttl. The
 // expiry of an existing counter is never extended. ttl must be a positive
 // whole number of seconds.
-func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
-	core.AddRoundTrips(ctx, 1)
+func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
+	driver.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
-		return core.Counter{}, err
+		return driver.Counter{}, err
 	}
 	res, err := incrementScript.Run(ctx, s.client, []string{s.prefix + key}, by, int64(ttl/time.Second)).Int64Slice()
 	if err != nil {
-		return core.Counter{}, fmt.Errorf("sluiceredis: increment: %w", err)
+		return driver.Counter{}, fmt.Errorf("sluiceredis: increment: %w", err)
 	}
-	return core.Counter{Value: res[0], TTL: time.Duration(res[1]) * time.Millisecond}, nil
+	return driver.Counter{Value: res[0], TTL: time.Duration(res[1]) * time.Millisecond}, nil
 }
 
 // IncrementBounded adds by only when the counter stays at or below max, in
 // one script; a refused increment changes nothing.
-func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
-	core.AddRoundTrips(ctx, 1)
+func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (driver.Counter, bool, error) {
+	driver.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
-		return core.Counter{}, false, err
+		return driver.Counter{}, false, err
 	}
 	res, err := boundedScript.Run(ctx, s.client, []string{s.prefix + key}, by, max, int64(ttl/time.Second)).Int64Slice()
 	if err != nil {
-		return core.Counter{}, false, fmt.Errorf("sluiceredis: increment: %w", err)
+		return driver.Counter{}, false, fmt.Errorf("sluiceredis: increment: %w", err)
 	}
-	c := core.Counter{Value: res[0]}
+	c := driver.Counter{Value: res[0]}
 	if res[1] > 0 {
 		c.TTL = time.Duration(res[1]) * time.Millisecond
 	}
@@ -164,6 +165,6 @@ func checkTTL(ttl time.Duration) error {
 }
 
 var (
-	_ core.SecondaryStorage   = (*Storage)(nil)
-	_ core.BoundedIncrementer = (*Storage)(nil)
+	_ driver.SecondaryStorage   = (*Storage)(nil)
+	_ driver.BoundedIncrementer = (*Storage)(nil)
 )

@@ -10,11 +10,12 @@ import (
 	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Adapter is the [core.Adapter] of every SQL database, over any [Executor].
-// It also implements [core.Incrementer], [core.Transactor],
-// [core.SchemaChecker], [core.TableCreator] and [core.Unwrapper]. It is safe for concurrent use
+// Adapter is the [driver.Adapter] of every SQL database, over any [Executor].
+// It also implements [driver.Incrementer], [driver.Transactor],
+// [driver.SchemaChecker], [driver.TableCreator] and [driver.Unwrapper]. It is safe for concurrent use
 // when its executor is (a pool is; a transaction is not).
 type Adapter struct {
 	e *engine // shared by every adapter derived from the same New
@@ -27,12 +28,12 @@ type Adapter struct {
 }
 
 var (
-	_ core.Adapter       = (*Adapter)(nil)
-	_ core.Incrementer   = (*Adapter)(nil)
-	_ core.Transactor    = (*Adapter)(nil)
-	_ core.Unwrapper     = (*Adapter)(nil)
-	_ core.SchemaChecker = (*Adapter)(nil)
-	_ core.RecordOwner   = (*Adapter)(nil)
+	_ driver.Adapter       = (*Adapter)(nil)
+	_ driver.Incrementer   = (*Adapter)(nil)
+	_ driver.Transactor    = (*Adapter)(nil)
+	_ driver.Unwrapper     = (*Adapter)(nil)
+	_ driver.SchemaChecker = (*Adapter)(nil)
+	_ driver.RecordOwner   = (*Adapter)(nil)
 )
 
 // engine holds what every adapter derived from one New shares.
@@ -97,7 +98,7 @@ func (e *engine) name() string { return e.opts.Name }
 
 // RecordsOwned reports that every record the adapter returns is a map made
 // for that row alone, which core.DB may turn into its Row in place (see
-// [core.RecordOwner]).
+// [driver.RecordOwner]).
 func (a *Adapter) RecordsOwned() bool { return true }
 
 // Dialect returns the adapter's dialect.
@@ -138,7 +139,7 @@ func (a *Adapter) newBuilder() *builder {
 
 // stmt renders a statement through render, reusing the cached text of its
 // shape when there is one: only the arguments are laid out again.
-func (a *Adapter) stmt(t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment, render func(b *builder)) (string, []any) {
+func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, render func(b *builder)) (string, []any) {
 	var buf [512]byte
 	key := appendShape(buf[:0], t, kind, where, inc, set)
 	b := builders.Get().(*builder)
@@ -197,7 +198,7 @@ func ptrMap(m *map[string]string) map[string]string {
 // rolls back and propagates. The engine does not re-run fn: a deadlock or
 // serialization failure comes back as core.ErrContention for the caller
 // to decide.
-func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx core.Adapter) error) error {
+func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx driver.Adapter) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: %s: Transaction with a nil function", core.ErrInvalid, a.e.name())
 	}
@@ -213,7 +214,7 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 	if !ok {
 		return fmt.Errorf("%w: %s: executor %T cannot begin a transaction", core.ErrUnsupported, a.e.name(), a.x)
 	}
-	core.AddRoundTrips(ctx, 2) // BEGIN, and COMMIT or ROLLBACK
+	driver.AddRoundTrips(ctx, 2) // BEGIN, and COMMIT or ROLLBACK
 	tx, err := b.Begin(ctx)
 	if err != nil {
 		return a.e.mapErr(err) // SQLite's BEGIN IMMEDIATE can time out busy
@@ -238,7 +239,7 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 // savepoint runs fn inside a savepoint of the current transaction.
 func (a *Adapter) savepoint(ctx context.Context, fn func(tx *Adapter) error) (err error) {
 	name := a.e.features.Dialect.quote("sluice_sp" + strconv.Itoa(a.depth+1))
-	core.AddRoundTrips(ctx, 2) // SAVEPOINT, and RELEASE or ROLLBACK TO
+	driver.AddRoundTrips(ctx, 2) // SAVEPOINT, and RELEASE or ROLLBACK TO
 	if _, err := a.x.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return a.e.mapErr(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // mysqlTimeLayout is how times are sent to MySQL: UTC wall-clock text, so
@@ -25,7 +25,7 @@ func bindValue(d Dialect, v any) any {
 	}
 	switch d {
 	case SQLite:
-		return core.FormatTime(t)
+		return driver.FormatTime(t)
 	case MySQL:
 		return t.UTC().Format(mysqlTimeLayout)
 	}

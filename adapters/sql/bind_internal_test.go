@@ -1,6 +1,11 @@
 package sluicesql
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
+)
 
 func TestDollars(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
@@ -16,4 +21,14 @@ func TestDollars(t *testing.T) {
 			t.Errorf("cached Dollars(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// cols turns where clauses on fields into clauses on the columns of the
+// same names, as the adapter receives them.
+func cols(where ...core.Where) []driver.Where {
+	out := make([]driver.Where, len(where))
+	for i, w := range where {
+		out[i] = driver.Where{Column: w.Field, Op: w.Op, Value: w.Value}
+	}
+	return out
 }

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // builder writes one statement and its arguments. In argsOnly mode it lays
@@ -48,7 +48,7 @@ func (b *builder) arg(v any) {
 }
 
 // columns writes the table's columns, comma-separated.
-func (b *builder) columns(t *core.Table) {
+func (b *builder) columns(t *driver.Table) {
 	for i, c := range t.Columns {
 		if i > 0 {
 			b.write(", ")
@@ -58,7 +58,7 @@ func (b *builder) columns(t *core.Table) {
 }
 
 // where writes " WHERE c1 AND c2 …", or nothing for no clauses.
-func (b *builder) where(ws []core.Where) {
+func (b *builder) where(ws []driver.Where) {
 	for i, w := range ws {
 		if i == 0 {
 			b.write(" WHERE ")
@@ -70,7 +70,7 @@ func (b *builder) where(ws []core.Where) {
 }
 
 // conds writes the clauses joined by AND, without the WHERE keyword.
-func (b *builder) conds(ws []core.Where) {
+func (b *builder) conds(ws []driver.Where) {
 	for i, w := range ws {
 		if i > 0 {
 			b.write(" AND ")
@@ -79,19 +79,19 @@ func (b *builder) conds(ws []core.Where) {
 	}
 }
 
-var opSQL = [...]string{core.OpEq: " = ", core.OpNe: " <> ", core.OpLt: " < ", core.OpLte: " <= ", core.OpGt: " > ", core.OpGte: " >= "}
+var opSQL = [...]string{driver.OpEq: " = ", driver.OpNe: " <> ", driver.OpLt: " < ", driver.OpLte: " <= ", driver.OpGt: " > ", driver.OpGte: " >= "}
 
 // cond writes one clause. core.DB has validated it: IN lists are non-empty
 // []any without nils; nil appears only with OpEq and OpNe.
-func (b *builder) cond(w core.Where) {
-	b.ident(w.Field)
+func (b *builder) cond(w driver.Where) {
+	b.ident(w.Column)
 	switch {
-	case w.Value == nil && w.Op == core.OpEq:
+	case w.Value == nil && w.Op == driver.OpEq:
 		b.write(" IS NULL")
-	case w.Value == nil && w.Op == core.OpNe:
+	case w.Value == nil && w.Op == driver.OpNe:
 		b.write(" IS NOT NULL")
-	case w.Op == core.OpIn || w.Op == core.OpNotIn:
-		if w.Op == core.OpIn {
+	case w.Op == driver.OpIn || w.Op == driver.OpNotIn:
+		if w.Op == driver.OpIn {
 			b.write(" IN (")
 		} else {
 			b.write(" NOT IN (")
@@ -117,7 +117,7 @@ func (b *builder) cond(w core.Where) {
 // abs(-9223372036854775808), which SQLite answers with an "integer
 // overflow" error, so the statement fails and nothing is written.
 // PostgreSQL and MySQL fail an overflowing addition themselves.
-func (b *builder) assignments(inc []core.Delta, set []core.Assignment) {
+func (b *builder) assignments(inc []driver.Delta, set []driver.Assignment) {
 	b.write(" SET ")
 	first := true
 	sep := func() {
@@ -175,7 +175,7 @@ const (
 // NULL-ness, list lengths, delta signs, assigned columns and their
 // NULL-ness), and nothing that changes only the arguments. It is built
 // into a caller's buffer so that a cache hit allocates nothing.
-func appendShape(buf []byte, t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment) []byte {
+func appendShape(buf []byte, t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment) []byte {
 	buf = append(buf, kind)
 	buf = append(buf, t.Name...)
 	for _, c := range t.Columns { // a table of another schema may share the name
@@ -184,12 +184,12 @@ func appendShape(buf []byte, t *core.Table, kind byte, where []core.Where, inc [
 	}
 	buf = append(buf, 2)
 	for _, w := range where {
-		buf = append(buf, w.Field...)
+		buf = append(buf, w.Column...)
 		buf = append(buf, 0, byte(w.Op))
 		switch {
 		case w.Value == nil:
 			buf = append(buf, 'n')
-		case w.Op == core.OpIn || w.Op == core.OpNotIn:
+		case w.Op == driver.OpIn || w.Op == driver.OpNotIn:
 			list, _ := w.Value.([]any)
 			buf = strconv.AppendInt(buf, int64(len(list)), 10)
 		}

@@ -3,13 +3,15 @@ package sluicesql
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
-var _ core.TableCreator = (*Adapter)(nil)
+var _ driver.TableCreator = (*Adapter)(nil)
 
 // createAttempts bounds how often CreateTables looks again after losing a
 // race to another process creating the same table. One more look always
@@ -18,7 +20,7 @@ var _ core.TableCreator = (*Adapter)(nil)
 // MySQL); the rest are for other DDL running at the same time.
 const createAttempts = 4
 
-// CreateTables implements [core.TableCreator]: it creates the tables of s
+// CreateTables implements [driver.TableCreator]: it creates the tables of s
 // that do not exist yet, each with its indexes, with the statements
 // sluicegen writes (gen's CreateTable), and leaves an existing table as it
 // is: no ALTER, no DROP, no index added to it. A table made by other DDL
@@ -38,13 +40,13 @@ const createAttempts = 4
 // PostgreSQL's duplicate key in its catalog) looks again and counts a
 // table that now exists as created, so every process starting at once
 // succeeds.
-func (a *Adapter) CreateTables(ctx context.Context, s *core.Schema) error {
-	if s == nil {
-		return fmt.Errorf("%w: %s: CreateTables with a nil schema", core.ErrInvalid, a.e.name())
+func (a *Adapter) CreateTables(ctx context.Context, tables []*driver.Table) error {
+	if slices.Contains(tables, nil) {
+		return fmt.Errorf("%w: %s: CreateTables with a nil table", driver.ErrInvalid, a.e.name())
 	}
 	var err error
 	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err = a.createMissing(ctx, s)
+		err = a.createMissing(ctx, tables)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
@@ -66,13 +68,13 @@ func (a *Adapter) CreateTables(ctx context.Context, s *core.Schema) error {
 
 // createMissing makes one pass: it looks which tables are missing and
 // creates them.
-func (a *Adapter) createMissing(ctx context.Context, s *core.Schema) error {
+func (a *Adapter) createMissing(ctx context.Context, tables []*driver.Table) error {
 	if a.e.features.Dialect == MySQL {
-		return a.createMySQL(ctx, s)
+		return a.createMySQL(ctx, tables)
 	}
 	return a.inTransaction(ctx, func(tx *Adapter) error {
-		for _, t := range s.Tables() {
-			if err := tx.createTable(ctx, s, t); err != nil {
+		for _, t := range tables {
+			if err := tx.createTable(ctx, tables, t); err != nil {
 				return err
 			}
 		}
@@ -84,9 +86,9 @@ func (a *Adapter) createMissing(ctx context.Context, s *core.Schema) error {
 // commits every DDL statement at once, so a transaction would not hold
 // them together, and CREATE TABLE IF NOT EXISTS with its keys inline
 // leaves no moment when a table exists without its unique index.
-func (a *Adapter) createMySQL(ctx context.Context, s *core.Schema) error {
+func (a *Adapter) createMySQL(ctx context.Context, tables []*driver.Table) error {
 	var missing []string
-	for _, t := range s.Tables() {
+	for _, t := range tables {
 		ok, err := a.tableExists(ctx, t)
 		if err != nil {
 			return err
@@ -103,8 +105,8 @@ func (a *Adapter) createMySQL(ctx context.Context, s *core.Schema) error {
 			"(MySQL commits DDL implicitly); call it on the pool, outside any transaction (tables missing: %s)",
 			core.ErrUnsupported, a.e.name(), strings.Join(missing, ", "))
 	}
-	for _, t := range s.Tables() {
-		if err := a.createTable(ctx, s, t); err != nil {
+	for _, t := range tables {
+		if err := a.createTable(ctx, tables, t); err != nil {
 			return err
 		}
 	}
@@ -112,12 +114,12 @@ func (a *Adapter) createMySQL(ctx context.Context, s *core.Schema) error {
 }
 
 // createTable runs gen's statements for t when t does not exist.
-func (a *Adapter) createTable(ctx context.Context, s *core.Schema, t *core.Table) error {
+func (a *Adapter) createTable(ctx context.Context, tables []*driver.Table, t *driver.Table) error {
 	ok, err := a.tableExists(ctx, t)
 	if err != nil || ok {
 		return err
 	}
-	stmts, err := a.genDialect().CreateTable(s, t)
+	stmts, err := a.genDialect().CreateTable(tables, t)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.e.name(), err)
 	}
@@ -143,7 +145,7 @@ func (a *Adapter) genDialect() gen.Dialect {
 // tableExists reports whether t's table exists, where the engine's
 // unqualified statements will find it: on PostgreSQL anywhere on the
 // search_path, on MySQL in the current database.
-func (a *Adapter) tableExists(ctx context.Context, t *core.Table) (bool, error) {
+func (a *Adapter) tableExists(ctx context.Context, t *driver.Table) (bool, error) {
 	b := a.newBuilder()
 	switch a.e.features.Dialect {
 	case Postgres:

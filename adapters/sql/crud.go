@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Statement kinds, for the statement cache.
@@ -22,7 +23,7 @@ const (
 // not abort a surrounding PostgreSQL transaction; no row back is a
 // conflict. MariaDB 10.5+ uses INSERT … RETURNING; MySQL inserts and reads
 // the row back by its new primary key, in one transaction.
-func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+func (a *Adapter) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
 	f := a.e.features
 	render := func(b *builder, returning bool) {
 		b.write("INSERT INTO ")
@@ -64,7 +65,7 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 	}
 	if f.InsertReturning {
 		q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, true) })
-		rec, err := retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
+		rec, err := retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, args) })
 		if err == nil && rec == nil {
 			err = fmt.Errorf("%w: insert into %s: a row with the same unique key exists", core.ErrConflict, t.Name)
 		}
@@ -74,9 +75,9 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 	// so the insert and the read-back share a transaction.
 	q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, false) })
 	pk := t.PrimaryKey().Name
-	var out core.Record
+	var out driver.Record
 	err := a.writeTx(ctx, func(tx *Adapter) error {
-		core.AddRoundTrips(ctx, 1)
+		driver.AddRoundTrips(ctx, 1)
 		if _, err := tx.x.Exec(ctx, q, args...); err != nil {
 			return err
 		}
@@ -104,8 +105,8 @@ func (a *Adapter) Create(ctx context.Context, t *core.Table, values []core.Assig
 }
 
 // findByPK reads one row by primary key.
-func (a *Adapter) findByPK(ctx context.Context, t *core.Table, id any) (core.Record, error) {
-	where := []core.Where{core.Eq(t.PrimaryKey().Name, id)}
+func (a *Adapter) findByPK(ctx context.Context, t *driver.Table, id any) (driver.Record, error) {
+	where := []driver.Where{driver.Where{Column: t.PrimaryKey().Name, Op: driver.OpEq, Value: id}}
 	q, args := a.stmt(t, kindFindByPK, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
 		b.columns(t)
@@ -117,7 +118,7 @@ func (a *Adapter) findByPK(ctx context.Context, t *core.Table, id any) (core.Rec
 }
 
 // FindOne returns the first matching row in primary-key order, or nil.
-func (a *Adapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (a *Adapter) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
 		b.columns(t)
@@ -128,12 +129,12 @@ func (a *Adapter) FindOne(ctx context.Context, t *core.Table, where []core.Where
 		b.ident(t.PrimaryKey().Name)
 		b.write(" LIMIT 1")
 	})
-	return retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
+	return retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, args) })
 }
 
 // FindMany returns the matching rows, ordered by opts.SortBy and then by
 // primary key (or by primary key alone).
-func (a *Adapter) FindMany(ctx context.Context, t *core.Table, where []core.Where, opts core.FindOptions) ([]core.Record, error) {
+func (a *Adapter) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, opts driver.FindOptions) ([]driver.Record, error) {
 	if opts.Limit < 0 || opts.Offset < 0 {
 		return nil, fmt.Errorf("%w: negative limit or offset", core.ErrInvalid)
 	}
@@ -172,16 +173,16 @@ func (a *Adapter) FindMany(ctx context.Context, t *core.Table, where []core.Wher
 		b.write(" OFFSET ")
 		b.arg(int64(opts.Offset))
 	}
-	recs, err := retried(a, ctx, func() ([]core.Record, error) { return a.query(ctx, b.sb.String(), b.args) })
+	recs, err := retried(a, ctx, func() ([]driver.Record, error) { return a.query(ctx, b.sb.String(), b.args) })
 	if recs == nil && err == nil {
-		recs = []core.Record{}
+		recs = []driver.Record{}
 	}
 	return recs, err
 }
 
 // Update sets columns on at most one matching row, chosen and guarded as
 // IncrementOne does, and returns it after the write, or nil.
-func (a *Adapter) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+func (a *Adapter) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
 	if len(set) == 0 {
 		return nil, fmt.Errorf("%w: Update on %s: nothing to set", core.ErrInvalid, t.Name)
 	}
@@ -192,7 +193,7 @@ func (a *Adapter) Update(ctx context.Context, t *core.Table, where []core.Where,
 // matched. MySQL reports changed rows unless the DSN sets clientFoundRows,
 // so there the rows are first counted under lock (SELECT COUNT(*) … FOR
 // UPDATE) in the same transaction as the UPDATE.
-func (a *Adapter) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (a *Adapter) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	if len(set) == 0 {
 		return 0, fmt.Errorf("%w: UpdateMany on %s: nothing to set", core.ErrInvalid, t.Name)
 	}
@@ -232,7 +233,7 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *core.Table, where []core.Wh
 // [FOR UPDATE])": the row a single-row statement changes. On PostgreSQL
 // the lock makes a concurrent writer's statement wait and re-check rather
 // than miss; SQLite serialises writers anyway.
-func (b *builder) firstMatch(t *core.Table, where []core.Where) {
+func (b *builder) firstMatch(t *driver.Table, where []driver.Where) {
 	pk := t.PrimaryKey().Name
 	b.ident(pk)
 	b.write(" = (SELECT ")
@@ -250,7 +251,7 @@ func (b *builder) firstMatch(t *core.Table, where []core.Where) {
 }
 
 // Delete removes at most one matching row, the first in primary-key order.
-func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	b := a.newBuilder()
 	b.write("DELETE FROM ")
 	b.ident(t.Name)
@@ -279,7 +280,7 @@ func (a *Adapter) Delete(ctx context.Context, t *core.Table, where []core.Where)
 // DeleteMany removes every matching row and returns how many. On MySQL
 // outside a transaction the rows are found first and deleted by primary
 // key (see deleteManyByKey), so that a large prune locks no row it keeps.
-func (a *Adapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (a *Adapter) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	if a.e.features.Dialect == MySQL && !a.inTx {
 		return a.deleteManyByKey(ctx, t, where)
 	}
@@ -291,7 +292,7 @@ func (a *Adapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Wh
 }
 
 // Count returns the number of matching rows.
-func (a *Adapter) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (a *Adapter) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	b := a.newBuilder()
 	b.write("SELECT COUNT(*) FROM ")
 	b.ident(t.Name)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // IncrementOne applies inc (column = column + by, so NULL stays NULL) and
@@ -31,7 +32,7 @@ import (
 //
 // An increment that would overflow int64 fails with core.ErrInvalid and
 // writes nothing, on every dialect.
-func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a *Adapter) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if len(inc) == 0 && len(set) == 0 {
 		return nil, fmt.Errorf("%w: IncrementOne on %s: nothing to increment or set", core.ErrInvalid, t.Name)
 	}
@@ -50,7 +51,7 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *core.Table, where []core.
 // updateReturning is IncrementOne on PostgreSQL and SQLite, one UPDATE …
 // RETURNING, answering the columns that returning writes (the whole row,
 // or IncrementValue's one column), under the statement kind given.
-func (a *Adapter) updateReturning(ctx context.Context, t *core.Table, kind byte, where []core.Where, inc []core.Delta, set []core.Assignment, returning func(b *builder)) (core.Record, error) {
+func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, returning func(b *builder)) (driver.Record, error) {
 	single := t.SelectsOne(where)
 	q, args := a.stmt(t, kind, where, inc, set, func(b *builder) {
 		b.write("UPDATE ")
@@ -71,7 +72,7 @@ func (a *Adapter) updateReturning(ctx context.Context, t *core.Table, kind byte,
 		b.write(" RETURNING ")
 		returning(b)
 	})
-	var rec core.Record
+	var rec driver.Record
 	err := a.retry(ctx, func() error {
 		return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {
 			rec, err = x.queryOne(ctx, q, args)
@@ -86,7 +87,7 @@ func (a *Adapter) updateReturning(ctx context.Context, t *core.Table, kind byte,
 // inside a transaction such a write runs in a savepoint: a conflict is
 // then core.ErrConflict and the transaction stays usable, as it does on
 // MySQL and SQLite.
-func (a *Adapter) conflictSafe(ctx context.Context, t *core.Table, set []core.Assignment, write func(x *Adapter) error) error {
+func (a *Adapter) conflictSafe(ctx context.Context, t *driver.Table, set []driver.Assignment, write func(x *Adapter) error) error {
 	if !a.inTx || a.e.features.Dialect != Postgres || !setsUnique(t, set) {
 		return write(a)
 	}
@@ -94,7 +95,7 @@ func (a *Adapter) conflictSafe(ctx context.Context, t *core.Table, set []core.As
 }
 
 // setsUnique reports whether an assignment writes a unique column.
-func setsUnique(t *core.Table, set []core.Assignment) bool {
+func setsUnique(t *driver.Table, set []driver.Assignment) bool {
 	for _, s := range set {
 		if c, ok := t.ColumnByName(s.Column); ok && (c.Field.Unique || c.Field.Primary) {
 			return true
@@ -109,7 +110,7 @@ func setsUnique(t *core.Table, set []core.Assignment) bool {
 // change it before the commit, so a read-back would say the same for one
 // more round trip. An increment that would overflow is refused here,
 // before the UPDATE.
-func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a *Adapter) incrementLocked(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	pk := t.PrimaryKey().Name
 	lock, largs := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
@@ -125,21 +126,21 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 	if err != nil {
 		return nil, err
 	}
-	var out core.Record
+	var out driver.Record
 	err = a.writeTx(ctx, func(tx *Adapter) error {
 		out = nil
 		row, err := tx.queryOne(ctx, lock, largs)
 		if err != nil || row == nil {
 			return err
 		}
-		id, err := core.ParseInt(row[pk])
+		id, err := driver.ParseInt(row[pk])
 		if err != nil {
 			return fmt.Errorf("primary key %q: %w", pk, err)
 		}
 		if err := applyWrite(row, inc, set); err != nil {
 			return err
 		}
-		byPK := []core.Where{core.Eq(pk, id)}
+		byPK := []driver.Where{driver.Where{Column: pk, Op: driver.OpEq, Value: id}}
 		q, args := tx.stmt(t, kindUpdateByPK, byPK, inc, set, func(b *builder) {
 			b.write("UPDATE ")
 			b.ident(t.Name)
@@ -165,12 +166,12 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *core.Table, where []co
 // applyWrite applies deltas and assignments to a row read under lock, as
 // the UPDATE will: NULL plus a delta stays NULL, and a sum past int64 is
 // core.ErrInvalid, as the database would answer.
-func applyWrite(row core.Record, inc []core.Delta, set []core.Assignment) error {
+func applyWrite(row driver.Record, inc []driver.Delta, set []driver.Assignment) error {
 	for _, d := range inc {
 		if row[d.Column] == nil {
 			continue
 		}
-		cur, err := core.ParseInt(row[d.Column])
+		cur, err := driver.ParseInt(row[d.Column])
 		if err != nil {
 			return fmt.Errorf("column %q: %w", d.Column, err)
 		}

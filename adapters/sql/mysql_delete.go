@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // mysqlDeleteBatch is how many rows one DELETE of deleteManyByKey names.
@@ -28,7 +28,7 @@ const mysqlDeleteBatch = 500
 // The count is the rows the DELETEs removed. A row that comes to match
 // after the read is not deleted: DeleteMany removes what matched when it
 // began and still matches when its batch runs.
-func (a *Adapter) deleteManyByKey(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (a *Adapter) deleteManyByKey(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	pk := t.PrimaryKey().Name
 	var (
 		total int64
@@ -42,7 +42,7 @@ func (a *Adapter) deleteManyByKey(ctx context.Context, t *core.Table, where []co
 		sel.ident(t.Name)
 		page := where
 		if last != nil {
-			page = append(append(make([]core.Where, 0, len(where)+1), where...), core.Gt(pk, last))
+			page = append(append(make([]driver.Where, 0, len(where)+1), where...), driver.Where{Column: pk, Op: driver.OpGt, Value: last})
 		}
 		sel.where(page)
 		sel.write(" ORDER BY ")
@@ -53,13 +53,13 @@ func (a *Adapter) deleteManyByKey(ctx context.Context, t *core.Table, where []co
 		if err != nil {
 			return total, err
 		}
-		rows, err := retried(a, ctx, func() ([]core.Record, error) { return a.query(ctx, q, args) })
+		rows, err := retried(a, ctx, func() ([]driver.Record, error) { return a.query(ctx, q, args) })
 		if err != nil || len(rows) == 0 {
 			return total, err
 		}
 		ids := make([]any, len(rows))
 		for i, r := range rows {
-			if ids[i], err = core.ParseInt(r[pk]); err != nil {
+			if ids[i], err = driver.ParseInt(r[pk]); err != nil {
 				return total, fmt.Errorf("primary key %q: %w", pk, err)
 			}
 		}
@@ -70,7 +70,7 @@ func (a *Adapter) deleteManyByKey(ctx context.Context, t *core.Table, where []co
 		del.write(" FROM ")
 		del.ident(t.Name)
 		del.write(" FORCE INDEX (PRIMARY)")
-		del.where(append([]core.Where{core.In(pk, ids...)}, where...))
+		del.where(append([]driver.Where{driver.Where{Column: pk, Op: driver.OpIn, Value: ids}}, where...))
 		dq, dargs, err := a.inlined(del.sb.String(), del.args)
 		if err != nil {
 			return total, err

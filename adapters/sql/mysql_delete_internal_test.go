@@ -66,7 +66,7 @@ func TestDeleteManyLocksNoKeptRow(t *testing.T) {
 	}
 	dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	n, err := a.DeleteMany(dctx, rl, []core.Where{core.Lt("last_request", 1000)})
+	n, err := a.DeleteMany(dctx, rl, cols(core.Lt("last_request", 1000)))
 	if err != nil {
 		t.Fatalf("DeleteMany while a kept row is locked: %v (it waited on a row it does not delete)", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Literal inlining on MySQL.
@@ -199,7 +200,7 @@ func (a *Adapter) preparedCount(ctx context.Context) (int64, error) {
 	}
 	for k, v := range rec {
 		if k != "Variable_name" {
-			return core.ParseInt(v)
+			return driver.ParseInt(v)
 		}
 	}
 	return 0, fmt.Errorf("%s: no Com_stmt_prepare", a.e.name())

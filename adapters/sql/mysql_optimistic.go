@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // kindUpdateGuarded is the statement kind of the optimistic write of
@@ -25,7 +26,7 @@ var testGuardsOff bool
 // guardSeparator ends the caller's clauses and starts the guard in the
 // shape of a guarded write: its field is no identifier, so no clause of
 // the caller's can stand for it.
-var guardSeparator = core.Where{Field: "\x00guard", Op: core.OpEq, Value: true}
+var guardSeparator = driver.Where{Column: "\x00guard", Op: driver.OpEq, Value: true}
 
 // guard is one column of a guarded write: equal to the value read.
 type guard struct {
@@ -55,7 +56,7 @@ type guard struct {
 // is a miss: done is false, nothing was written, and the caller takes the
 // locking path. So is a row with a value the guard cannot compare exactly
 // (a float), before anything is written.
-func (a *Adapter) incrementOptimistic(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (rec core.Record, done bool, err error) {
+func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (rec driver.Record, done bool, err error) {
 	pk := t.PrimaryKey().Name
 	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
 		b.write("SELECT ")
@@ -71,11 +72,11 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *core.Table, where 
 	if err != nil {
 		return nil, true, err
 	}
-	row, err := retried(a, ctx, func() (core.Record, error) { return a.queryOne(ctx, q, args) })
+	row, err := retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, args) })
 	if err != nil || row == nil {
 		return nil, true, err
 	}
-	id, err := core.ParseInt(row[pk])
+	id, err := driver.ParseInt(row[pk])
 	if err != nil {
 		return nil, false, nil // the locking path reports it
 	}
@@ -93,16 +94,16 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *core.Table, where 
 	if hook := testHookOptimistic; hook != nil {
 		hook(ctx)
 	}
-	var sbuf [24]core.Where
-	shape := append(sbuf[:0], core.Eq(pk, id))
+	var sbuf [24]driver.Where
+	shape := append(sbuf[:0], driver.Where{Column: pk, Op: driver.OpEq, Value: id})
 	shape = append(shape, where...)
 	shape = append(shape, guardSeparator)
 	for _, g := range guards {
-		op := core.OpEq
+		op := driver.OpEq
 		if g.bytes {
-			op = core.OpNe // only a marker of the form in the cache key
+			op = driver.OpNe // only a marker of the form in the cache key
 		}
-		shape = append(shape, core.Where{Field: g.col, Op: op, Value: g.value})
+		shape = append(shape, driver.Where{Column: g.col, Op: op, Value: g.value})
 	}
 	uq, uargs := a.stmt(t, kindUpdateGuarded, shape, inc, set, func(b *builder) {
 		b.write("UPDATE ")
@@ -159,7 +160,7 @@ const mysqlGuardTime = "2006-01-02 15:04:05.000000"
 
 // guardsOf appends to buf a guard for each column of row but the primary
 // key. ok is false when a value has no exact comparison here.
-func guardsOf(t *core.Table, row core.Record, pk string, buf []guard) ([]guard, bool) {
+func guardsOf(t *driver.Table, row driver.Record, pk string, buf []guard) ([]guard, bool) {
 	for _, c := range t.Columns {
 		if c.Name == pk {
 			continue

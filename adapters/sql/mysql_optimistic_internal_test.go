@@ -12,6 +12,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // txStatus reads a session status counter inside a transaction.
@@ -63,7 +64,7 @@ func vtext(v any) string {
 }
 
 // rowText is the record's id, key, count and last_request.
-func rowText(rec core.Record) string {
+func rowText(rec driver.Record) string {
 	return vtext(rec["id"]) + " " + vtext(rec["key"]) + " " + vtext(rec["count"]) + " " + vtext(rec["last_request"])
 }
 
@@ -92,15 +93,15 @@ func TestOptimisticMissesConcurrentChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, stmts := oneConnAdapter(t, sdb)
-	incr := func(where ...core.Where) core.Record {
+	incr := func(where ...core.Where) driver.Record {
 		t.Helper()
-		rec, err := a.IncrementOne(ctx, rl, where, []core.Delta{{Column: "count", By: 1}}, nil)
+		rec, err := a.IncrementOne(ctx, rl, cols(where...), []driver.Delta{{Column: "count", By: 1}}, nil)
 		if err != nil || rec == nil {
 			t.Fatalf("IncrementOne: %v %v", rec, err)
 		}
 		return rec
 	}
-	check := func(rec core.Record, wantKey string, wantCount, wantLast int64) {
+	check := func(rec driver.Record, wantKey string, wantCount, wantLast int64) {
 		t.Helper()
 		id, count, last, key := storedRow(t, sdb, name, wantKey)
 		got := rowText(rec)
@@ -167,7 +168,7 @@ func TestOptimisticNoChangeFallsBack(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, stmts := oneConnAdapter(t, sdb)
-	rec, err := a.IncrementOne(ctx, rl, []core.Where{core.Eq("key", "k")}, nil, []core.Assignment{{Column: "last_request", Value: int64(100)}})
+	rec, err := a.IncrementOne(ctx, rl, cols(core.Eq("key", "k")), nil, []driver.Assignment{{Column: "last_request", Value: int64(100)}})
 	if err != nil || rec == nil || vtext(rec["count"]) != "5" || vtext(rec["last_request"]) != "100" {
 		t.Fatalf("IncrementOne changing nothing: %v %v", rec, err)
 	}
@@ -175,7 +176,7 @@ func TestOptimisticNoChangeFallsBack(t *testing.T) {
 		t.Fatalf("a write that changes nothing: %d statements, want 2 + 4", n)
 	}
 	// No match at all: the read alone.
-	rec, err = a.IncrementOne(ctx, rl, []core.Where{core.Eq("key", "nobody")}, []core.Delta{{Column: "count", By: 1}}, nil)
+	rec, err = a.IncrementOne(ctx, rl, cols(core.Eq("key", "nobody")), []driver.Delta{{Column: "count", By: 1}}, nil)
 	if err != nil || rec != nil {
 		t.Fatalf("no match: %v %v", rec, err)
 	}
@@ -197,8 +198,8 @@ func TestOptimisticOverflow(t *testing.T) {
 		key string
 		by  int64
 	}{{"hi", 8}, {"lo", -9}} {
-		rec, err := a.IncrementOne(ctx, rl, []core.Where{core.Eq("key", c.key)}, []core.Delta{{Column: "count", By: c.by}},
-			[]core.Assignment{{Column: "last_request", Value: int64(2)}})
+		rec, err := a.IncrementOne(ctx, rl, cols(core.Eq("key", c.key)), []driver.Delta{{Column: "count", By: c.by}},
+			[]driver.Assignment{{Column: "last_request", Value: int64(2)}})
 		if !errors.Is(err, core.ErrInvalid) || rec != nil {
 			t.Fatalf("%s %+d: %v %v, want ErrInvalid", c.key, c.by, rec, err)
 		}
@@ -218,12 +219,12 @@ func TestOptimisticOverflow(t *testing.T) {
 // that each returned row carries its caller's number (the row its write
 // stored), and that the row stored at the end is the one returned with
 // count max.
-func raceRows(t *testing.T, adapters []*Adapter, sdb *sql.DB, rl *core.Table, name, key string, n int, max int64) error {
+func raceRows(t *testing.T, adapters []*Adapter, sdb *sql.DB, rl *driver.Table, name, key string, n int, max int64) error {
 	ctx := t.Context()
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
-		byCnt = map[int64][]core.Record{}
+		byCnt = map[int64][]driver.Record{}
 		first error
 	)
 	start := make(chan struct{})
@@ -233,8 +234,8 @@ func raceRows(t *testing.T, adapters []*Adapter, sdb *sql.DB, rl *core.Table, na
 			defer wg.Done()
 			<-start
 			a := adapters[i%len(adapters)]
-			rec, err := a.IncrementOne(ctx, rl, []core.Where{core.Eq("key", key), core.Lt("count", max)},
-				[]core.Delta{{Column: "count", By: 1}}, []core.Assignment{{Column: "last_request", Value: int64(1000 + i)}})
+			rec, err := a.IncrementOne(ctx, rl, cols(core.Eq("key", key), core.Lt("count", max)),
+				[]driver.Delta{{Column: "count", By: 1}}, []driver.Assignment{{Column: "last_request", Value: int64(1000 + i)}})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && first == nil {
@@ -243,8 +244,8 @@ func raceRows(t *testing.T, adapters []*Adapter, sdb *sql.DB, rl *core.Table, na
 			if rec == nil {
 				return
 			}
-			c, _ := core.ParseInt(rec["count"])
-			if l, _ := core.ParseInt(rec["last_request"]); l != int64(1000+i) && first == nil {
+			c, _ := driver.ParseInt(rec["count"])
+			if l, _ := driver.ParseInt(rec["last_request"]); l != int64(1000+i) && first == nil {
 				first = fmt.Errorf("caller %d got a row with last_request %d", i, l)
 			}
 			byCnt[c] = append(byCnt[c], rec)

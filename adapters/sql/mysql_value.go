@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-var _ core.ValueIncrementer = (*Adapter)(nil)
+var _ driver.ValueIncrementer = (*Adapter)(nil)
 
 // kindUpdateValue is the statement kind of IncrementValue on MySQL, and
 // kindUpdateReturningValue on PostgreSQL and SQLite, for the statement
@@ -18,7 +18,7 @@ const (
 )
 
 // IncrementValue is IncrementOne answering with the incremented column's
-// value after the write (see [core.ValueIncrementer]).
+// value after the write (see [driver.ValueIncrementer]).
 //
 // On MySQL and MariaDB it is one statement, one round trip:
 //
@@ -39,9 +39,9 @@ const (
 // On PostgreSQL and SQLite it is IncrementOne's one UPDATE … RETURNING
 // with only the incremented column returned. On a MySQL executor whose
 // results do not carry the last insert id, it is IncrementOne.
-func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
-	incs := [1]core.Delta{inc}
-	var rec core.Record
+func (a *Adapter) IncrementValue(ctx context.Context, t *driver.Table, where []driver.Where, inc driver.Delta, set []driver.Assignment) (int64, bool, error) {
+	incs := [1]driver.Delta{inc}
+	var rec driver.Record
 	var err error
 	switch {
 	case inc.By != 0 && a.e.features.Dialect != MySQL:
@@ -56,7 +56,7 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []cor
 	if err != nil || rec == nil {
 		return 0, false, err
 	}
-	v, err := core.ParseInt(rec[inc.Column])
+	v, err := driver.ParseInt(rec[inc.Column])
 	if err != nil {
 		return 0, false, fmt.Errorf("%s: column %q: %w", a.e.name(), inc.Column, err)
 	}
@@ -65,8 +65,8 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *core.Table, where []cor
 
 // incrementLastID is IncrementValue on MySQL: the one UPDATE above, its
 // value read from the OK packet's last insert id.
-func (a *Adapter) incrementLastID(ctx context.Context, t *core.Table, where []core.Where, inc core.Delta, set []core.Assignment) (int64, bool, error) {
-	incs := [1]core.Delta{inc}
+func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []driver.Where, inc driver.Delta, set []driver.Assignment) (int64, bool, error) {
+	incs := [1]driver.Delta{inc}
 	q, args := a.stmt(t, kindUpdateValue, where, incs[:], set, func(b *builder) {
 		b.write("UPDATE ")
 		b.ident(t.Name)
@@ -101,7 +101,7 @@ func (a *Adapter) incrementLastID(ctx context.Context, t *core.Table, where []co
 		ok    bool
 	)
 	err = a.retry(ctx, func() error {
-		core.AddRoundTrips(ctx, 1)
+		driver.AddRoundTrips(ctx, 1)
 		res, err := a.x.Exec(ctx, q, args...)
 		if err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"github.com/go-sql-driver/mysql"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 func TestInlineMySQL(t *testing.T) {
@@ -38,7 +39,7 @@ func TestInlineMySQL(t *testing.T) {
 
 // mysqlFixture opens MariaDB/MySQL on one connection and a rate-limit
 // table of its own.
-func mysqlFixture(t *testing.T, edit func(*mysql.Config)) (*sql.DB, *core.Table, string) {
+func mysqlFixture(t *testing.T, edit func(*mysql.Config)) (*sql.DB, *driver.Table, string) {
 	t.Helper()
 	dsn := os.Getenv("SLUICE_MYSQL_DSN")
 	if dsn == "" {
@@ -102,7 +103,7 @@ func TestMySQLRoundTrips(t *testing.T) {
 			if a.inlines() == interpolate {
 				t.Fatalf("inlines %v with interpolateParams %v", a.inlines(), interpolate)
 			}
-			where := []core.Where{core.Eq("key", "k"), core.Lte("count", int64(10))}
+			where := cols(core.Eq("key", "k"), core.Lte("count", int64(10)))
 			measure := func(op func() error) (stmts, prepares int64) {
 				q0, p0 := questions(t, conn, "Questions"), questions(t, conn, "Com_stmt_prepare")
 				if err := op(); err != nil {
@@ -112,7 +113,7 @@ func TestMySQLRoundTrips(t *testing.T) {
 				return q1 - q0 - 2, p1 - p0 // the two SHOWs of the first reading are counted in the second
 			}
 			stmts, prepares := measure(func() error {
-				v, ok, err := a.IncrementValue(ctx, rl, where, core.Delta{Column: "count", By: 3}, nil)
+				v, ok, err := a.IncrementValue(ctx, rl, where, driver.Delta{Column: "count", By: 3}, nil)
 				if err == nil && (!ok || v != 3) {
 					err = errors.New("IncrementValue: want 3")
 				}
@@ -122,7 +123,7 @@ func TestMySQLRoundTrips(t *testing.T) {
 				t.Errorf("IncrementValue: %d statements, %d prepared; want 1 and 0", stmts, prepares)
 			}
 			stmts, prepares = measure(func() error {
-				rec, err := a.IncrementOne(ctx, rl, where, []core.Delta{{Column: "count", By: 1}}, nil)
+				rec, err := a.IncrementOne(ctx, rl, where, []driver.Delta{{Column: "count", By: 1}}, nil)
 				if err == nil && rec == nil {
 					err = errors.New("IncrementOne: no row")
 				}
@@ -140,7 +141,7 @@ func TestMySQLRoundTrips(t *testing.T) {
 			defer tx.Rollback()
 			ta := a.WithTx(tx)
 			q0, p0 := txStatus(t, tx, "Questions"), txStatus(t, tx, "Com_stmt_prepare")
-			rec, err := ta.IncrementOne(ctx, rl, where, []core.Delta{{Column: "count", By: 1}}, nil)
+			rec, err := ta.IncrementOne(ctx, rl, where, []driver.Delta{{Column: "count", By: 1}}, nil)
 			if err != nil || rec == nil {
 				t.Fatalf("IncrementOne in a transaction: %v %v", rec, err)
 			}
@@ -167,19 +168,19 @@ func TestIncrementValueContract(t *testing.T) {
 			if _, err := sdb.ExecContext(ctx, "INSERT INTO `"+name+"` (`key`, `count`, `last_request`) VALUES ('k', 5, 100)"); err != nil {
 				t.Fatal(err)
 			}
-			key := []core.Where{core.Eq("key", "k")}
-			check := func(by int64, where []core.Where, set []core.Assignment, want int64, wantOK bool) {
+			key := cols(core.Eq("key", "k"))
+			check := func(by int64, where []driver.Where, set []driver.Assignment, want int64, wantOK bool) {
 				t.Helper()
-				v, ok, err := a.IncrementValue(ctx, rl, where, core.Delta{Column: "count", By: by}, set)
+				v, ok, err := a.IncrementValue(ctx, rl, where, driver.Delta{Column: "count", By: by}, set)
 				if err != nil || ok != wantOK || (ok && v != want) {
 					t.Fatalf("IncrementValue %+d: %d %v %v, want %d %v", by, v, ok, err, want, wantOK)
 				}
 			}
 			check(2, key, nil, 7, true)
-			check(1, []core.Where{core.Eq("key", "k"), core.Lt("count", int64(7))}, nil, 0, false)
-			check(1, []core.Where{core.Eq("key", "nobody")}, nil, 0, false)
-			check(-20, key, []core.Assignment{{Column: "last_request", Value: int64(200)}}, -13, true)
-			_, _, err = a.IncrementValue(ctx, rl, key, core.Delta{Column: "count", By: -1 << 63}, nil)
+			check(1, cols(core.Eq("key", "k"), core.Lt("count", int64(7))), nil, 0, false)
+			check(1, cols(core.Eq("key", "nobody")), nil, 0, false)
+			check(-20, key, []driver.Assignment{{Column: "last_request", Value: int64(200)}}, -13, true)
+			_, _, err = a.IncrementValue(ctx, rl, key, driver.Delta{Column: "count", By: -1 << 63}, nil)
 			if !errors.Is(err, core.ErrInvalid) {
 				t.Fatalf("overflow: %v, want ErrInvalid", err)
 			}
@@ -256,7 +257,7 @@ func TestIncrementValueRace(t *testing.T) {
 		_ = i
 	}
 	err = raceIncrements(t, 64, max, func(ctx context.Context) (int64, bool, error) {
-		return a.IncrementValue(ctx, rl, []core.Where{core.Eq("key", "good"), core.Lt("count", int64(max))}, core.Delta{Column: "count", By: 1}, nil)
+		return a.IncrementValue(ctx, rl, cols(core.Eq("key", "good"), core.Lt("count", int64(max))), driver.Delta{Column: "count", By: 1}, nil)
 	})
 	if err != nil {
 		t.Fatalf("IncrementValue: %v", err)
@@ -273,7 +274,7 @@ func TestIncrementValueRace(t *testing.T) {
 		if err != nil || c >= max {
 			return 0, false, err
 		}
-		v, ok, err := a.IncrementValue(ctx, rl, []core.Where{core.Eq("key", "broken")}, core.Delta{Column: "count", By: 1}, nil)
+		v, ok, err := a.IncrementValue(ctx, rl, cols(core.Eq("key", "broken")), driver.Delta{Column: "count", By: 1}, nil)
 		return v, ok, err
 	})
 	if err == nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // probe asks the server what it is, once, at New. Each dialect's question
@@ -73,7 +74,7 @@ func (a *Adapter) checkMySQLTimes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: checking how the connection reads times: %w", a.e.name(), err)
 	}
-	got, err := core.ParseTime(rec["t"])
+	got, err := driver.ParseTime(rec["t"])
 	if err != nil {
 		return fmt.Errorf("%s: checking how the connection reads times: %w", a.e.name(), err)
 	}

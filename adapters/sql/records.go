@@ -5,19 +5,19 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // scanRecords reads every remaining row into a record keyed by column
 // name, each value as the driver produced it (core.DB converts them).
 // Scanning into *any copies driver-owned []byte, so records stay valid
 // after the rows move on.
-func scanRecords(rows Rows) ([]core.Record, error) {
+func scanRecords(rows Rows) ([]driver.Record, error) {
 	cols, err := rows.Columns()
 	if err != nil {
 		return nil, err
 	}
-	var out []core.Record
+	var out []driver.Record
 	vals := make([]any, len(cols))
 	ptrs := make([]any, len(cols))
 	for i := range vals {
@@ -27,7 +27,7 @@ func scanRecords(rows Rows) ([]core.Record, error) {
 		if err := rows.Scan(ptrs...); err != nil {
 			return nil, err
 		}
-		rec := make(core.Record, len(cols))
+		rec := make(driver.Record, len(cols))
 		for i, c := range cols {
 			rec[c] = vals[i]
 			vals[i] = nil // a NULL in the next row must not inherit this value
@@ -39,8 +39,8 @@ func scanRecords(rows Rows) ([]core.Record, error) {
 
 // query runs a statement that returns rows and reads them all. It does not
 // retry: callers decide that with retry.
-func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a *Adapter) query(ctx context.Context, q string, args []any) ([]driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	rows, err := a.x.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -54,8 +54,8 @@ func (a *Adapter) query(ctx context.Context, q string, args []any) ([]core.Recor
 
 // queryOne returns a statement's first row, or nil. It reads no further:
 // the statements it runs return at most one row.
-func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	rows, err := a.x.Query(ctx, q, args...)
 	if err != nil {
 		return nil, err
@@ -70,7 +70,7 @@ func (a *Adapter) queryOne(ctx context.Context, q string, args []any) (core.Reco
 var scanBuffers = sync.Pool{New: func() any { b := make([]any, 0, 48); return &b }}
 
 // scanOne reads the first row, if any, into a record.
-func scanOne(rows Rows) (core.Record, error) {
+func scanOne(rows Rows) (driver.Record, error) {
 	if !rows.Next() {
 		return nil, rows.Err()
 	}
@@ -93,7 +93,7 @@ func scanOne(rows Rows) (core.Record, error) {
 	if err := rows.Scan(ptrs...); err != nil {
 		return nil, err
 	}
-	rec := make(core.Record, len(cols))
+	rec := make(driver.Record, len(cols))
 	for i, c := range cols {
 		rec[c] = vals[i]
 	}
@@ -107,14 +107,14 @@ func (a *Adapter) scalar(ctx context.Context, q string, args []any) (int64, erro
 		return 0, err
 	}
 	for _, v := range rec {
-		return core.ParseInt(v)
+		return driver.ParseInt(v)
 	}
 	return 0, fmt.Errorf("%s: %q returned no row", a.e.name(), q)
 }
 
 // exec runs a statement that returns no rows and reports the rows it affected.
 func (a *Adapter) exec(ctx context.Context, q string, args []any) (int64, error) {
-	core.AddRoundTrips(ctx, 1)
+	driver.AddRoundTrips(ctx, 1)
 	res, err := a.x.Exec(ctx, q, args...)
 	if err != nil {
 		return 0, err

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // CheckSchema reports, with core.ErrSchema, a table that lacks what exact
@@ -15,7 +16,7 @@ import (
 // schema marks Unique (on that column alone, without a predicate), and, on
 // MySQL, a collation that tells keys apart when they differ only by
 // trailing spaces (PAD SPACE collations such as utf8mb4_bin do not).
-func (a *Adapter) CheckSchema(ctx context.Context, t *core.Table) error {
+func (a *Adapter) CheckSchema(ctx context.Context, t *driver.Table) error {
 	var need []string
 	for _, c := range t.Columns {
 		if c.Field.Unique {
@@ -53,7 +54,7 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *core.Table) error {
 // (every statement names every column), and CreateTables leaves an
 // existing table as it is, so the error names the missing column and how
 // to add it.
-func (a *Adapter) checkColumns(ctx context.Context, t *core.Table) error {
+func (a *Adapter) checkColumns(ctx context.Context, t *driver.Table) error {
 	b := a.newBuilder()
 	switch a.e.features.Dialect {
 	case Postgres:
@@ -95,7 +96,7 @@ func (a *Adapter) checkColumns(ctx context.Context, t *core.Table) error {
 
 // uniqueColumns returns the columns of t that have a unique index of their
 // own, or nil when the table does not exist.
-func (a *Adapter) uniqueColumns(ctx context.Context, t *core.Table) (map[string]bool, error) {
+func (a *Adapter) uniqueColumns(ctx context.Context, t *driver.Table) (map[string]bool, error) {
 	b := a.newBuilder()
 	switch a.e.features.Dialect {
 	case Postgres:
@@ -182,7 +183,7 @@ var collationName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
 
 // checkNoPad refuses a key column whose collation ignores trailing spaces:
 // under it "k" and "k " are one key, and share one counter.
-func (a *Adapter) checkNoPad(ctx context.Context, t *core.Table, col string) error {
+func (a *Adapter) checkNoPad(ctx context.Context, t *driver.Table, col string) error {
 	b := a.newBuilder()
 	b.write(`SELECT CHARACTER_SET_NAME AS cs, COLLATION_NAME AS co FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
 	b.arg(t.Name)

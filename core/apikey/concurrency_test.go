@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -41,7 +41,7 @@ func concurrentEnvs(t *testing.T) map[string]func(opts ...Option) *env {
 	gated := func(native, cache, remember bool, opts ...Option) *env {
 		g := &gates{}
 		mem := memory.New()
-		var a core.Adapter = gatedAdapter{mem.WithoutIncrementOne(), g, remember}
+		var a driver.Adapter = gatedAdapter{mem.WithoutIncrementOne(), g, remember}
 		if native {
 			a = gatedIncrementer{gatedAdapter{mem, g, remember}}
 		}

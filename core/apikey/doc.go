@@ -28,7 +28,7 @@
 //
 // Three storage modes exist:
 //   - database ([New]): the database holds every key;
-//   - cached ([New] with [WithCache]): a [core.SecondaryStorage] caches keys
+//   - cached ([New] with [WithCache]): a [driver.SecondaryStorage] caches keys
 //     by hash, the database remains the source of truth and receives every
 //     consuming write;
 //   - storage only ([NewStorageOnly]): keys live in a secondary storage that
@@ -56,7 +56,7 @@
 // before any write, so nothing was spent. Give verifications a deadline
 // with room for one read and one write under load (and, without a native
 // IncrementOne, for the transaction fallback's retries; see
-// [core.Incrementer]); a deadline cut close to the database's latency turns
+// [driver.Incrementer]); a deadline cut close to the database's latency turns
 // a few requests in a hundred into spent-but-failed ones. Do not refund or
 // blindly retry an ErrOutcomeUnknown: the quota may already be spent.
 //

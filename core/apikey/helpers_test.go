@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -55,7 +56,7 @@ func newEnv(t testing.TB, opts ...Option) *env {
 	return newEnvOn(t, mem, mem, opts...)
 }
 
-func newEnvOn(t testing.TB, mem *memory.Memory, a core.Adapter, opts ...Option) *env {
+func newEnvOn(t testing.TB, mem *memory.Memory, a driver.Adapter, opts ...Option) *env {
 	t.Helper()
 	db, err := core.New(a)
 	if err != nil {
@@ -126,7 +127,7 @@ type hookAdapter struct {
 	miss   bool // answer every IncrementOne with no match, as a lost race
 }
 
-func (h *hookAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (h *hookAdapter) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if h.before != nil {
 		h.before(ctx)
 	}
@@ -174,12 +175,12 @@ func (g *gates) wait() { g.p.Load().wait() }
 // FindOne (after it) or, with writes set, the start of every write that a
 // verification makes (IncrementOne, or the fallback's Transaction).
 type gatedAdapter struct {
-	core.Adapter
+	driver.Adapter
 	g      *gates
 	writes bool
 }
 
-func (a gatedAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (a gatedAdapter) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	rec, err := a.Adapter.FindOne(ctx, t, where)
 	if !a.writes {
 		a.g.wait() // after the read: the snapshot is taken before anyone writes
@@ -187,20 +188,20 @@ func (a gatedAdapter) FindOne(ctx context.Context, t *core.Table, where []core.W
 	return rec, err
 }
 
-func (a gatedAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (a gatedAdapter) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	if a.writes {
 		a.g.wait() // before the write: every verification has planned it
 	}
-	return a.Adapter.(core.Transactor).Transaction(ctx, fn)
+	return a.Adapter.(driver.Transactor).Transaction(ctx, fn)
 }
 
 type gatedIncrementer struct{ gatedAdapter }
 
-func (a gatedIncrementer) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a gatedIncrementer) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if a.writes {
 		a.g.wait()
 	}
-	return a.Adapter.(core.Incrementer).IncrementOne(ctx, t, where, inc, set)
+	return a.Adapter.(driver.Incrementer).IncrementOne(ctx, t, where, inc, set)
 }
 
 // countingAdapter counts the calls of each adapter method that a
@@ -210,27 +211,27 @@ type countingAdapter struct {
 	findOne, increment, other atomic.Int64
 }
 
-func (c *countingAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (c *countingAdapter) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	c.findOne.Add(1)
 	return c.Memory.FindOne(ctx, t, where)
 }
 
-func (c *countingAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (c *countingAdapter) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	c.increment.Add(1)
 	return c.Memory.IncrementOne(ctx, t, where, inc, set)
 }
 
-func (c *countingAdapter) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+func (c *countingAdapter) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
 	c.other.Add(1)
 	return c.Memory.Update(ctx, t, where, set)
 }
 
-func (c *countingAdapter) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (c *countingAdapter) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	c.other.Add(1)
 	return c.Memory.Delete(ctx, t, where)
 }
 
-func (c *countingAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (c *countingAdapter) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	c.other.Add(1)
 	return c.Memory.Transaction(ctx, fn)
 }
@@ -249,12 +250,12 @@ type unguarded struct {
 	fields []string
 }
 
-func (u unguarded) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
-	kept := make([]core.Where, 0, len(where))
+func (u unguarded) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
+	kept := make([]driver.Where, 0, len(where))
 next:
 	for _, w := range where {
 		for _, f := range u.fields {
-			if c, ok := t.Column(f); ok && c.Name == w.Field {
+			if c, ok := t.Column(f); ok && c.Name == w.Column {
 				continue next
 			}
 		}

@@ -59,7 +59,7 @@ type Refill struct {
 // (SPEC section 6) under their logical names, with every time as epoch
 // milliseconds and every duration in milliseconds, and nil for NULL. It is
 // the JSON value that the cached and storage-only modes keep in a
-// [core.SecondaryStorage], and the record that a [Claimer] works on.
+// [driver.SecondaryStorage], and the record that a [Claimer] works on.
 type StoredKey struct {
 	ID                  int64   `json:"id"`
 	ConfigID            string  `json:"configId"`

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -156,7 +157,7 @@ type limitReadGate struct {
 	g *gates
 }
 
-func (a limitReadGate) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+func (a limitReadGate) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
 	recs, err := a.Memory.FindMany(ctx, t, where, o)
 	if t.Model == core.ModelAPIKeyLimit {
 		a.g.wait()
@@ -203,7 +204,7 @@ func TestOwnerLimits(t *testing.T) {
 
 // claimerOnly is a storage that claims but declares no optional capability.
 type claimerOnly struct {
-	core.SecondaryStorage
+	driver.SecondaryStorage
 	Claimer
 }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // DefaultMaxAttempts bounds how many times a verification reads and tries
@@ -23,8 +24,8 @@ var DefaultRateLimit = RateLimit{Enabled: true, Window: 24 * time.Hour, Max: 10}
 // concurrent use. Build it with [New] or [NewStorageOnly]; the zero Manager
 // answers every call with an error wrapping [core.ErrInvalid].
 type Manager struct {
-	db       *core.DB              // nil in storage-only mode
-	cache    core.SecondaryStorage // cached mode: keys by hash, the database stays the truth
+	db       *core.DB                // nil in storage-only mode
+	cache    driver.SecondaryStorage // cached mode: keys by hash, the database stays the truth
 	cacheTTL time.Duration
 	store    keyStore  // dbKeys or, in storage-only mode, storeOnly
 	keys     *keyCache // database mode: keys as last seen, to plan a write without a read; nil when off
@@ -50,7 +51,7 @@ type options struct {
 	rateLimit   RateLimit
 	prefix      string // of secondary-storage keys
 	withCache   bool   // WithCache was given, perhaps with a nil storage
-	cache       core.SecondaryStorage
+	cache       driver.SecondaryStorage
 	cacheTTL    time.Duration
 	dropExpired bool
 	keyState    int  // WithKeyStateCache
@@ -104,7 +105,7 @@ func WithStoragePrefix(p string) Option { return func(o *options) { o.prefix = p
 // are seen when the entry expires. A verification of a key that the
 // manager remembers ([WithKeyStateCache]) with a cost above 0 goes to the
 // database's guarded write first and consults s only if that misses.
-func WithCache(s core.SecondaryStorage, ttl time.Duration) Option {
+func WithCache(s driver.SecondaryStorage, ttl time.Duration) Option {
 	return func(o *options) { o.withCache, o.cache, o.cacheTTL = true, s, ttl }
 }
 
@@ -186,7 +187,7 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 // a storage without it is refused with [core.ErrUnsupported] (use [New]
 // with [WithCache] instead, keeping the database as the source of truth).
 // Listing by reference and DeleteExpired need s to implement [Indexer] too.
-func NewStorageOnly(s core.SecondaryStorage, opts ...Option) (*Manager, error) {
+func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error) {
 	if isNil(s) {
 		return nil, invalidf("NewStorageOnly: nil storage")
 	}

@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-// MemoryStore is an in-process [core.SecondaryStorage] that also implements
+// MemoryStore is an in-process [driver.SecondaryStorage] that also implements
 // [Claimer] (and [Rerollable]) and [Indexer], for storage-only mode in tests
 // and single-process services. One mutex guards everything, which makes each claim atomic.
 type MemoryStore struct {
@@ -36,10 +37,10 @@ func NewMemoryStore(clock func() time.Time) *MemoryStore {
 }
 
 var (
-	_ core.SecondaryStorage = (*MemoryStore)(nil)
-	_ Rerollable            = (*MemoryStore)(nil)
-	_ OwnerSharing          = (*MemoryStore)(nil)
-	_ Indexer               = (*MemoryStore)(nil)
+	_ driver.SecondaryStorage = (*MemoryStore)(nil)
+	_ Rerollable              = (*MemoryStore)(nil)
+	_ OwnerSharing            = (*MemoryStore)(nil)
+	_ Indexer                 = (*MemoryStore)(nil)
 )
 
 // ClaimChecksHash declares that Claim applies rule 0 of [ApplyClaim],
@@ -102,12 +103,12 @@ func (s *MemoryStore) Delete(ctx context.Context, key string) error {
 
 // Increment adds by to the counter at key, creating it with expiry ttl;
 // an existing counter keeps its expiry.
-func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
 	if err := ctx.Err(); err != nil {
-		return core.Counter{}, err
+		return driver.Counter{}, err
 	}
 	if ttl <= 0 {
-		return core.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %w: ttl %v must be positive", core.ErrInvalid, ttl)
+		return driver.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %w: ttl %v must be positive", core.ErrInvalid, ttl)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,7 +117,7 @@ func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl t
 	if ok {
 		var err error
 		if n, err = strconv.ParseInt(v.v, 10, 64); err != nil {
-			return core.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %q holds %q, not a counter", key, v.v)
+			return driver.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %q holds %q, not a counter", key, v.v)
 		}
 	} else {
 		v.expires = s.clock().Add(ttl)
@@ -128,7 +129,7 @@ func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl t
 	if !v.expires.IsZero() {
 		left = v.expires.Sub(s.clock())
 	}
-	return core.Counter{Value: n, TTL: left}, nil
+	return driver.Counter{Value: n, TTL: left}, nil
 }
 
 // Claim applies [ApplyClaim] to the key stored at key, and to the owner's

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // EventKind says what an [Event] reports.
@@ -59,7 +59,7 @@ type Event struct {
 	Start   time.Time
 	Latency time.Duration
 	// RoundTrips is how many statements or commands the database and the
-	// storage sent for it (see core.RoundTrips).
+	// storage sent for it (see driver.RoundTrips).
 	RoundTrips int64
 }
 
@@ -93,7 +93,7 @@ func WithObserver(observe func(ctx context.Context, e Event)) Option {
 // observed is Verify with the observer told.
 func (m *Manager) observed(ctx context.Context, key string, opts []VerifyOption) (Result, error) {
 	start := time.Now()
-	cctx, trips := core.WithRoundTrips(ctx)
+	cctx, trips := driver.WithRoundTrips(ctx)
 	r, err := m.verify(cctx, key, opts)
 	e := Event{Result: r, Err: err, Storage: m.store.name(), Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
 	if r.Key != nil {

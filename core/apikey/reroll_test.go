@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -227,7 +228,7 @@ type schemaFailing struct {
 	model string
 }
 
-func (s schemaFailing) CheckSchema(_ context.Context, t *core.Table) error {
+func (s schemaFailing) CheckSchema(_ context.Context, t *driver.Table) error {
 	if t.Model == s.model {
 		return &core.Error{Op: "CheckSchema", Model: t.Model, Kind: core.ErrSchema}
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -255,12 +255,12 @@ func (c yieldingCache) Delete(ctx context.Context, key string) error {
 // yieldingDB does the same for the database.
 type yieldingDB struct{ *memory.Memory }
 
-func (y yieldingDB) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (y yieldingDB) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	runtime.Gosched()
 	return y.Memory.FindOne(ctx, t, where)
 }
 
-func (y yieldingDB) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (y yieldingDB) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	runtime.Gosched()
 	return y.Memory.IncrementOne(ctx, t, where, inc, set)
 }

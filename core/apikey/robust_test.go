@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -103,7 +104,7 @@ type committingAdapter struct {
 	end func() // ends the caller's context
 }
 
-func (a *committingAdapter) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (a *committingAdapter) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if _, err := a.Memory.IncrementOne(ctx, t, where, inc, set); err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ type failingRead struct {
 	err func(ctx context.Context) error
 }
 
-func (a failingRead) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (a failingRead) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	return nil, a.err(ctx)
 }
 
@@ -129,21 +130,23 @@ func TestOutcomeUnknown(t *testing.T) {
 	errDown := errors.New("database down")
 	cases := []struct {
 		name    string
-		adapter func(mem *memory.Memory, cancel context.CancelFunc) core.Adapter
+		adapter func(mem *memory.Memory, cancel context.CancelFunc) driver.Adapter
 		ctx     func() (context.Context, context.CancelFunc)
 		want    error
 		unknown bool
 	}{
 		{
 			name: "cancelled while the write commits",
-			adapter: func(mem *memory.Memory, cancel context.CancelFunc) core.Adapter {
+			adapter: func(mem *memory.Memory, cancel context.CancelFunc) driver.Adapter {
 				return &committingAdapter{mem, cancel}
 			},
 			want: context.Canceled, unknown: true,
 		},
 		{
-			name:    "deadline passes while the write commits",
-			adapter: func(mem *memory.Memory, _ context.CancelFunc) core.Adapter { return &committingAdapter{mem, func() {}} },
+			name: "deadline passes while the write commits",
+			adapter: func(mem *memory.Memory, _ context.CancelFunc) driver.Adapter {
+				return &committingAdapter{mem, func() {}}
+			},
 			ctx: func() (context.Context, context.CancelFunc) {
 				return context.WithTimeout(context.Background(), 100*time.Millisecond)
 			},
@@ -151,21 +154,21 @@ func TestOutcomeUnknown(t *testing.T) {
 		},
 		{
 			name: "cancelled during the read",
-			adapter: func(mem *memory.Memory, cancel context.CancelFunc) core.Adapter {
+			adapter: func(mem *memory.Memory, cancel context.CancelFunc) driver.Adapter {
 				return failingRead{mem, func(ctx context.Context) error { cancel(); return ctx.Err() }}
 			},
 			want: context.Canceled,
 		},
 		{
 			name: "the read fails",
-			adapter: func(mem *memory.Memory, _ context.CancelFunc) core.Adapter {
+			adapter: func(mem *memory.Memory, _ context.CancelFunc) driver.Adapter {
 				return failingRead{mem, func(context.Context) error { return errDown }}
 			},
 			want: errDown,
 		},
 		{
 			name:    "cancelled before the call",
-			adapter: func(mem *memory.Memory, cancel context.CancelFunc) core.Adapter { cancel(); return mem },
+			adapter: func(mem *memory.Memory, cancel context.CancelFunc) driver.Adapter { cancel(); return mem },
 			want:    context.Canceled,
 		},
 	}
@@ -246,7 +249,7 @@ type schemaDouble struct {
 	tables   map[string]bool
 }
 
-func (s *schemaDouble) CheckSchema(ctx context.Context, t *core.Table) error {
+func (s *schemaDouble) CheckSchema(ctx context.Context, t *driver.Table) error {
 	s.mu.Lock()
 	s.tables[t.Name] = true
 	s.mu.Unlock()
@@ -260,7 +263,7 @@ func (s *schemaDouble) CheckSchema(ctx context.Context, t *core.Table) error {
 	return nil
 }
 
-var _ core.SchemaChecker = (*schemaDouble)(nil)
+var _ driver.SchemaChecker = (*schemaDouble)(nil)
 
 // TestSchemaCheckedBeforeFirstUse: the manager runs the start-up check
 // before its first verification and creation, returns its failure before

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Claimer is the capability that storage-only mode ([NewStorageOnly])
-// requires of a [core.SecondaryStorage]: changing one stored key atomically
+// requires of a [driver.SecondaryStorage]: changing one stored key atomically
 // inside the storage, so that concurrent verifications on several servers
 // can never both spend the last unit. The value at a storage key is the
 // JSON encoding of a [StoredKey]. An in-process implementation is
@@ -86,7 +87,7 @@ type Indexer interface {
 // rerolled to, or the one it was created with, in a tagged location)
 // points there from prefix+"to:"+hash.
 type storeOnly struct {
-	s           core.SecondaryStorage
+	s           driver.SecondaryStorage
 	c           Claimer
 	rerolls     bool    // c is Rerollable
 	owners      bool    // c is OwnerSharing: keys are stored in their owner's hash tag

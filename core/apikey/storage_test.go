@@ -13,14 +13,15 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // plainStorage is a SecondaryStorage without the claim capability.
-type plainStorage struct{ core.SecondaryStorage }
+type plainStorage struct{ driver.SecondaryStorage }
 
 // claimOnly has the claim but no sets.
 type claimOnly struct {
-	core.SecondaryStorage
+	driver.SecondaryStorage
 	Claimer
 }
 

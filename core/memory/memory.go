@@ -29,6 +29,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Memory is the in-memory adapter. The zero value is not usable; call [New].
@@ -41,7 +42,7 @@ type Memory struct {
 
 type table struct {
 	mu     sync.Mutex
-	rows   map[int64]core.Record
+	rows   map[int64]driver.Record
 	nextID int64
 	locks  map[int64]*journal // row id → the transaction holding its write lock
 	freed  sync.Cond          // on mu: broadcast when row locks are released
@@ -56,52 +57,52 @@ func (m *Memory) Calls() int64 { return m.calls.Load() }
 
 // WithoutIncrementOne returns a view of the same store that lacks the native
 // IncrementOne, so that core.DB uses its transaction fallback.
-func (m *Memory) WithoutIncrementOne() core.Adapter { return withoutIncrement{m} }
+func (m *Memory) WithoutIncrementOne() driver.Adapter { return withoutIncrement{m} }
 
 type withoutIncrement struct{ m *Memory }
 
-func (w withoutIncrement) Create(ctx context.Context, t *core.Table, v []core.Assignment) (core.Record, error) {
+func (w withoutIncrement) Create(ctx context.Context, t *driver.Table, v []driver.Assignment) (driver.Record, error) {
 	return w.m.Create(ctx, t, v)
 }
-func (w withoutIncrement) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (w withoutIncrement) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	return w.m.FindOne(ctx, t, where)
 }
-func (w withoutIncrement) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+func (w withoutIncrement) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
 	return w.m.FindMany(ctx, t, where, o)
 }
-func (w withoutIncrement) Update(ctx context.Context, t *core.Table, where []core.Where, s []core.Assignment) (core.Record, error) {
+func (w withoutIncrement) Update(ctx context.Context, t *driver.Table, where []driver.Where, s []driver.Assignment) (driver.Record, error) {
 	return w.m.Update(ctx, t, where, s)
 }
-func (w withoutIncrement) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, s []core.Assignment) (int64, error) {
+func (w withoutIncrement) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, s []driver.Assignment) (int64, error) {
 	return w.m.UpdateMany(ctx, t, where, s)
 }
-func (w withoutIncrement) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (w withoutIncrement) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	return w.m.Delete(ctx, t, where)
 }
-func (w withoutIncrement) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (w withoutIncrement) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return w.m.DeleteMany(ctx, t, where)
 }
-func (w withoutIncrement) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (w withoutIncrement) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return w.m.Count(ctx, t, where)
 }
-func (w withoutIncrement) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (w withoutIncrement) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return w.m.transaction(ctx, fn, false)
 }
-func (w withoutIncrement) CreateTables(ctx context.Context, s *core.Schema) error {
-	return w.m.CreateTables(ctx, s)
+func (w withoutIncrement) CreateTables(ctx context.Context, tables []*driver.Table) error {
+	return w.m.CreateTables(ctx, tables)
 }
 
-// CreateTables implements [core.TableCreator] with nothing to do: the store
+// CreateTables implements [driver.TableCreator] with nothing to do: the store
 // makes a table on first use, so core.DB.CreateTables works as it does on
 // a database and code written for one runs on the other unchanged.
-func (m *Memory) CreateTables(context.Context, *core.Schema) error { return nil }
+func (m *Memory) CreateTables(context.Context, []*driver.Table) error { return nil }
 
 func (m *Memory) table(name string) *table {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	tb, ok := m.tables[name]
 	if !ok {
-		tb = &table{rows: map[int64]core.Record{}, locks: map[int64]*journal{}}
+		tb = &table{rows: map[int64]driver.Record{}, locks: map[int64]*journal{}}
 		tb.freed.L = &tb.mu
 		m.tables[name] = tb
 	}
@@ -109,7 +110,7 @@ func (m *Memory) table(name string) *table {
 }
 
 // begin counts the call, honours the context and locks the table.
-func (m *Memory) begin(ctx context.Context, t *core.Table) (*table, error) {
+func (m *Memory) begin(ctx context.Context, t *driver.Table) (*table, error) {
 	m.calls.Add(1)
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -120,7 +121,7 @@ func (m *Memory) begin(ctx context.Context, t *core.Table) (*table, error) {
 }
 
 // Create inserts a row; a duplicate unique column fails with core.ErrConflict.
-func (m *Memory) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+func (m *Memory) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return nil, err
@@ -129,9 +130,9 @@ func (m *Memory) Create(ctx context.Context, t *core.Table, values []core.Assign
 	return m.insert(ctx, tb, t, values, nil)
 }
 
-func (m *Memory) insert(ctx context.Context, tb *table, t *core.Table, values []core.Assignment, undo *journal) (core.Record, error) {
+func (m *Memory) insert(ctx context.Context, tb *table, t *driver.Table, values []driver.Assignment, undo *journal) (driver.Record, error) {
 	pk := t.PrimaryKey().Name
-	rec := core.Record{}
+	rec := driver.Record{}
 	for _, c := range t.Columns {
 		rec[c.Name] = nil
 	}
@@ -162,19 +163,19 @@ func (m *Memory) insert(ctx context.Context, tb *table, t *core.Table, values []
 }
 
 // checkUnique refuses rec when another row holds one of its unique values.
-func (tb *table) checkUnique(t *core.Table, rec core.Record) error {
-	return tb.checkUniqueMany(t, map[int64]core.Record{rec[t.PrimaryKey().Name].(int64): rec})
+func (tb *table) checkUnique(t *driver.Table, rec driver.Record) error {
+	return tb.checkUniqueMany(t, map[int64]driver.Record{rec[t.PrimaryKey().Name].(int64): rec})
 }
 
 // checkUniqueMany refuses changed rows (id → row as it would be; ids not
 // stored yet are inserts) when two rows would then share a unique value.
-func (tb *table) checkUniqueMany(t *core.Table, changed map[int64]core.Record) error {
+func (tb *table) checkUniqueMany(t *driver.Table, changed map[int64]driver.Record) error {
 	for _, c := range t.Columns {
 		if !c.Field.Unique {
 			continue
 		}
 		seen := map[any]bool{}
-		check := func(rec core.Record) error {
+		check := func(rec driver.Record) error {
 			v := rec[c.Name]
 			if v == nil {
 				return nil // NULLs never collide
@@ -209,7 +210,7 @@ func (tb *table) checkUniqueMany(t *core.Table, changed map[int64]core.Record) e
 }
 
 // matching returns the ids of the rows matching where, in id order.
-func (tb *table) matching(where []core.Where) []int64 {
+func (tb *table) matching(where []driver.Where) []int64 {
 	var ids []int64
 	for id, rec := range tb.rows {
 		if matches(rec, where) {
@@ -221,7 +222,7 @@ func (tb *table) matching(where []core.Where) []int64 {
 }
 
 // FindOne returns the matching row with the lowest id, or nil.
-func (m *Memory) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (m *Memory) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return nil, err
@@ -235,14 +236,14 @@ func (m *Memory) FindOne(ctx context.Context, t *core.Table, where []core.Where)
 
 // FindMany returns the matching rows, sorted and paged by opts. NULLs sort
 // first in ascending order and last in descending order.
-func (m *Memory) FindMany(ctx context.Context, t *core.Table, where []core.Where, opts core.FindOptions) ([]core.Record, error) {
+func (m *Memory) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, opts driver.FindOptions) ([]driver.Record, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return nil, err
 	}
 	defer tb.mu.Unlock()
 	ids := tb.matching(where)
-	out := make([]core.Record, 0, len(ids))
+	out := make([]driver.Record, 0, len(ids))
 	for _, id := range ids {
 		out = append(out, clone(tb.rows[id]))
 	}
@@ -266,17 +267,17 @@ func (m *Memory) FindMany(ctx context.Context, t *core.Table, where []core.Where
 }
 
 // Update sets columns on the first matching row and returns it.
-func (m *Memory) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+func (m *Memory) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
 	return m.increment(ctx, t, where, nil, set, nil)
 }
 
 // IncrementOne applies deltas and assignments to the first matching row
 // while holding the table's lock, so the guard and the write are one step.
-func (m *Memory) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (m *Memory) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	return m.increment(ctx, t, where, inc, set, nil)
 }
 
-func (m *Memory) increment(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment, undo *journal) (core.Record, error) {
+func (m *Memory) increment(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment, undo *journal) (driver.Record, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return nil, err
@@ -294,7 +295,7 @@ func (m *Memory) increment(ctx context.Context, t *core.Table, where []core.Wher
 
 // write changes one row in place, refusing a unique conflict or an
 // overflow with no change made.
-func (tb *table) write(t *core.Table, id int64, inc []core.Delta, set []core.Assignment, undo *journal) (core.Record, error) {
+func (tb *table) write(t *driver.Table, id int64, inc []driver.Delta, set []driver.Assignment, undo *journal) (driver.Record, error) {
 	rec, err := tb.next(t, id, inc, set)
 	if err != nil {
 		return nil, err
@@ -308,7 +309,7 @@ func (tb *table) write(t *core.Table, id int64, inc []core.Delta, set []core.Ass
 }
 
 // next returns row id as the write would leave it, without storing it.
-func (tb *table) next(t *core.Table, id int64, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (tb *table) next(t *driver.Table, id int64, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	rec := clone(tb.rows[id])
 	for _, d := range inc {
 		if rec[d.Column] == nil {
@@ -329,11 +330,11 @@ func (tb *table) next(t *core.Table, id int64, inc []core.Delta, set []core.Assi
 }
 
 // UpdateMany sets columns on every matching row.
-func (m *Memory) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (m *Memory) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	return m.updateMany(ctx, t, where, set, nil)
 }
 
-func (m *Memory) updateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment, undo *journal) (int64, error) {
+func (m *Memory) updateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment, undo *journal) (int64, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return 0, err
@@ -345,7 +346,7 @@ func (m *Memory) updateMany(ctx context.Context, t *core.Table, where []core.Whe
 	}
 	// Check every row before changing any, so that a unique conflict leaves
 	// the table as it was, like a single SQL statement.
-	recs := make(map[int64]core.Record, len(ids))
+	recs := make(map[int64]driver.Record, len(ids))
 	for _, id := range ids {
 		rec, err := tb.next(t, id, nil, set)
 		if err != nil {
@@ -364,17 +365,17 @@ func (m *Memory) updateMany(ctx context.Context, t *core.Table, where []core.Whe
 }
 
 // Delete removes the first matching row.
-func (m *Memory) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (m *Memory) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	n, err := m.deleteRows(ctx, t, where, 1, nil)
 	return n == 1, err
 }
 
 // DeleteMany removes every matching row.
-func (m *Memory) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (m *Memory) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return m.deleteRows(ctx, t, where, -1, nil)
 }
 
-func (m *Memory) deleteRows(ctx context.Context, t *core.Table, where []core.Where, limit int, undo *journal) (int64, error) {
+func (m *Memory) deleteRows(ctx context.Context, t *driver.Table, where []driver.Where, limit int, undo *journal) (int64, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return 0, err
@@ -398,7 +399,7 @@ func (m *Memory) deleteRows(ctx context.Context, t *core.Table, where []core.Whe
 }
 
 // Count returns the number of matching rows.
-func (m *Memory) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (m *Memory) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	tb, err := m.begin(ctx, t)
 	if err != nil {
 		return 0, err
@@ -408,13 +409,13 @@ func (m *Memory) Count(ctx context.Context, t *core.Table, where []core.Where) (
 }
 
 // Transaction runs fn with an adapter whose writes are undone if fn fails.
-func (m *Memory) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (m *Memory) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return m.transaction(ctx, fn, true)
 }
 
-func (m *Memory) transaction(ctx context.Context, fn func(context.Context, core.Adapter) error, native bool) error {
+func (m *Memory) transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error, native bool) error {
 	tx := &txAdapter{m: m, undo: &journal{}}
-	var a core.Adapter = tx
+	var a driver.Adapter = tx
 	if native {
 		a = txIncrementer{tx}
 	}
@@ -498,8 +499,8 @@ func (m *Memory) wait(ctx context.Context, tb *table, self, owner *journal) erro
 	return ctx.Err()
 }
 
-func clone(r core.Record) core.Record {
-	out := make(core.Record, len(r))
+func clone(r driver.Record) driver.Record {
+	out := make(driver.Record, len(r))
 	for k, v := range r {
 		out[k] = v
 	}
@@ -574,21 +575,21 @@ func sortOrder(a, b any) int {
 	return c
 }
 
-func matches(rec core.Record, where []core.Where) bool {
+func matches(rec driver.Record, where []driver.Where) bool {
 	for _, w := range where {
-		if !match(rec[w.Field], w) {
+		if !match(rec[w.Column], w) {
 			return false
 		}
 	}
 	return true
 }
 
-func match(v any, w core.Where) bool {
+func match(v any, w driver.Where) bool {
 	if w.Value == nil {
 		switch w.Op {
-		case core.OpEq:
+		case driver.OpEq:
 			return v == nil
-		case core.OpNe:
+		case driver.OpNe:
 			return v != nil
 		}
 		return false
@@ -597,7 +598,7 @@ func match(v any, w core.Where) bool {
 		return false
 	}
 	switch w.Op {
-	case core.OpIn, core.OpNotIn:
+	case driver.OpIn, driver.OpNotIn:
 		found := false
 		for _, x := range w.Value.([]any) {
 			if equal(v, x) {
@@ -605,24 +606,24 @@ func match(v any, w core.Where) bool {
 				break
 			}
 		}
-		return found == (w.Op == core.OpIn)
+		return found == (w.Op == driver.OpIn)
 	}
 	c, ok := compare(v, w.Value)
 	if !ok {
 		return false
 	}
 	switch w.Op {
-	case core.OpEq:
+	case driver.OpEq:
 		return c == 0
-	case core.OpNe:
+	case driver.OpNe:
 		return c != 0
-	case core.OpLt:
+	case driver.OpLt:
 		return c < 0
-	case core.OpLte:
+	case driver.OpLte:
 		return c <= 0
-	case core.OpGt:
+	case driver.OpGt:
 		return c > 0
-	case core.OpGte:
+	case driver.OpGte:
 		return c >= 0
 	}
 	return false

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -36,7 +37,7 @@ var (
 
 // fixture returns a DB on a fresh store holding items a, b, c, d (ids 1-4);
 // c is NULL in every nullable field.
-func fixture(t *testing.T) (*core.DB, *memory.Memory, *core.Table) {
+func fixture(t *testing.T) (*core.DB, *memory.Memory, *driver.Table) {
 	t.Helper()
 	m := memory.New()
 	db, err := core.New(m, core.WithSchema(core.MustSchema(core.Naming{}, itemModel())))
@@ -265,12 +266,12 @@ func TestCreate(t *testing.T) {
 	if err != nil || row.Int("id") != 11 {
 		t.Errorf("the next id = %v, %v; want 11", row, err)
 	}
-	rec, _ := m.FindOne(ctx, tb, []core.Where{core.Eq("name", "f")})
-	if !reflect.DeepEqual(rec, core.Record{"id": int64(11), "name": "f", "n": nil, "flag": nil, "at": nil, "tag": nil, "slot": nil}) {
+	rec, _ := m.FindOne(ctx, tb, cols(core.Eq("name", "f")))
+	if !reflect.DeepEqual(rec, driver.Record{"id": int64(11), "name": "f", "n": nil, "flag": nil, "at": nil, "tag": nil, "slot": nil}) {
 		t.Errorf("stored %#v", rec)
 	}
 	rec["name"] = "changed"
-	if again, _ := m.FindOne(ctx, tb, []core.Where{core.Eq("id", int64(11))}); again["name"] != "f" {
+	if again, _ := m.FindOne(ctx, tb, cols(core.Eq("id", int64(11)))); again["name"] != "f" {
 		t.Error("a returned record shares memory with the store")
 	}
 }
@@ -301,25 +302,25 @@ func TestUpdate(t *testing.T) {
 func TestTransactionRollbackRestoresRows(t *testing.T) {
 	ctx := context.Background()
 	db, m, tb := fixture(t)
-	before, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
-	err := m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-		if _, err := tx.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "e"}}); err != nil {
+	before, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
+	err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+		if _, err := tx.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "e"}}); err != nil {
 			return err
 		}
-		if _, err := tx.Update(ctx, tb, []core.Where{core.Eq("name", "a")}, []core.Assignment{{Column: "n", Value: int64(50)}}); err != nil {
+		if _, err := tx.Update(ctx, tb, cols(core.Eq("name", "a")), []driver.Assignment{{Column: "n", Value: int64(50)}}); err != nil {
 			return err
 		}
 		// Two writes to one row: the rollback must restore the first state.
-		if _, err := tx.(core.Incrementer).IncrementOne(ctx, tb, []core.Where{core.Eq("name", "a")}, []core.Delta{{Column: "n", By: 1}}, nil); err != nil {
+		if _, err := tx.(driver.Incrementer).IncrementOne(ctx, tb, cols(core.Eq("name", "a")), []driver.Delta{{Column: "n", By: 1}}, nil); err != nil {
 			return err
 		}
-		if _, err := tx.UpdateMany(ctx, tb, nil, []core.Assignment{{Column: "tag", Value: "q"}}); err != nil {
+		if _, err := tx.UpdateMany(ctx, tb, nil, []driver.Assignment{{Column: "tag", Value: "q"}}); err != nil {
 			return err
 		}
-		if _, err := tx.Delete(ctx, tb, []core.Where{core.Eq("name", "b")}); err != nil {
+		if _, err := tx.Delete(ctx, tb, cols(core.Eq("name", "b"))); err != nil {
 			return err
 		}
-		if _, err := tx.DeleteMany(ctx, tb, []core.Where{core.Eq("flag", true)}); err != nil {
+		if _, err := tx.DeleteMany(ctx, tb, cols(core.Eq("flag", true))); err != nil {
 			return err
 		}
 		if n, _ := tx.Count(ctx, tb, nil); n != 2 {
@@ -330,7 +331,7 @@ func TestTransactionRollbackRestoresRows(t *testing.T) {
 	if err == nil || err.Error() != "abort" {
 		t.Fatalf("Transaction err = %v, want abort", err)
 	}
-	after, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
+	after, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
 	if !reflect.DeepEqual(before, after) {
 		t.Errorf("rows not restored:\nbefore %v\nafter  %v", before, after)
 	}
@@ -341,7 +342,7 @@ func TestTransactionRollbackRestoresRows(t *testing.T) {
 	}
 
 	t.Run("commit keeps the writes", func(t *testing.T) {
-		err := m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 			_, err := tx.DeleteMany(ctx, tb, nil)
 			return err
 		})
@@ -351,11 +352,11 @@ func TestTransactionRollbackRestoresRows(t *testing.T) {
 	})
 	t.Run("the fallback view's transactions have no IncrementOne", func(t *testing.T) {
 		a := m.WithoutIncrementOne()
-		if _, ok := a.(core.Incrementer); ok {
+		if _, ok := a.(driver.Incrementer); ok {
 			t.Error("WithoutIncrementOne has IncrementOne")
 		}
-		err := a.(core.Transactor).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-			if _, ok := tx.(core.Incrementer); ok {
+		err := a.(driver.Transactor).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, ok := tx.(driver.Incrementer); ok {
 				t.Error("its transaction adapter has IncrementOne")
 			}
 			return nil
@@ -376,30 +377,30 @@ func TestCallsAndContext(t *testing.T) {
 		call func(ctx context.Context) error
 	}{
 		{"Create", func(ctx context.Context) error {
-			_, err := m.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "zz"}})
+			_, err := m.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "zz"}})
 			return err
 		}},
 		{"FindOne", func(ctx context.Context) error { _, err := m.FindOne(ctx, tb, nil); return err }},
-		{"FindMany", func(ctx context.Context) error { _, err := m.FindMany(ctx, tb, nil, core.FindOptions{}); return err }},
+		{"FindMany", func(ctx context.Context) error { _, err := m.FindMany(ctx, tb, nil, driver.FindOptions{}); return err }},
 		{"Update", func(ctx context.Context) error {
-			_, err := m.Update(ctx, tb, nil, []core.Assignment{{Column: "n", Value: int64(1)}})
+			_, err := m.Update(ctx, tb, nil, []driver.Assignment{{Column: "n", Value: int64(1)}})
 			return err
 		}},
 		{"UpdateMany", func(ctx context.Context) error {
-			_, err := m.UpdateMany(ctx, tb, nil, []core.Assignment{{Column: "n", Value: int64(1)}})
+			_, err := m.UpdateMany(ctx, tb, nil, []driver.Assignment{{Column: "n", Value: int64(1)}})
 			return err
 		}},
 		{"IncrementOne", func(ctx context.Context) error {
-			_, err := m.IncrementOne(ctx, tb, nil, []core.Delta{{Column: "n", By: 1}}, nil)
+			_, err := m.IncrementOne(ctx, tb, nil, []driver.Delta{{Column: "n", By: 1}}, nil)
 			return err
 		}},
 		{"Count", func(ctx context.Context) error { _, err := m.Count(ctx, tb, nil); return err }},
 		{"Delete", func(ctx context.Context) error {
-			_, err := m.Delete(ctx, tb, []core.Where{core.Eq("name", "nope")})
+			_, err := m.Delete(ctx, tb, cols(core.Eq("name", "nope")))
 			return err
 		}},
 		{"DeleteMany", func(ctx context.Context) error {
-			_, err := m.DeleteMany(ctx, tb, []core.Where{core.Eq("name", "nope")})
+			_, err := m.DeleteMany(ctx, tb, cols(core.Eq("name", "nope")))
 			return err
 		}},
 	}
@@ -484,14 +485,14 @@ func waitForCalls(m *memory.Memory, n int64) {
 // ends, so that a rollback never undoes another caller's write.
 func TestRowLocks(t *testing.T) {
 	ctx := context.Background()
-	inc := func(by int64) []core.Delta { return []core.Delta{{Column: "n", By: by}} }
-	a := []core.Where{core.Eq("name", "a")}
+	inc := func(by int64) []driver.Delta { return []driver.Delta{{Column: "n", By: by}} }
+	a := cols(core.Eq("name", "a"))
 
 	t.Run("a write waits for the transaction, then applies on the restored row", func(t *testing.T) {
 		_, m, tb := fixture(t) // a has n = 1
 		done := make(chan error, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-			if _, err := tx.(core.Incrementer).IncrementOne(ctx, tb, a, inc(10), nil); err != nil {
+		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, err := tx.(driver.Incrementer).IncrementOne(ctx, tb, a, inc(10), nil); err != nil {
 				return err
 			}
 			before := m.Calls()
@@ -516,19 +517,19 @@ func TestRowLocks(t *testing.T) {
 
 	t.Run("a guard is evaluated again after the wait", func(t *testing.T) {
 		_, m, tb := fixture(t)
-		done := make(chan core.Record, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-			if _, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+		done := make(chan driver.Record, 1)
+		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
 				return err
 			}
 			before := m.Calls()
 			go func() {
 				// Matches a's value as written by the transaction, which commits a different one.
-				rec, _ := m.IncrementOne(ctx, tb, []core.Where{core.Eq("name", "a"), core.Eq("n", int64(5))}, inc(1), nil)
+				rec, _ := m.IncrementOne(ctx, tb, cols(core.Eq("name", "a"), core.Eq("n", int64(5))), inc(1), nil)
 				done <- rec
 			}()
 			waitForCalls(m, before)
-			_, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(6)}})
+			_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(6)}})
 			return err
 		})
 		if err != nil {
@@ -549,13 +550,13 @@ func TestRowLocks(t *testing.T) {
 		wctx, cancel := context.WithCancel(ctx)
 		defer cancel()
 		done := make(chan error, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-			if _, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
 				return err
 			}
 			before := m.Calls()
 			go func() {
-				_, err := m.UpdateMany(wctx, tb, nil, []core.Assignment{{Column: "tag", Value: "w"}})
+				_, err := m.UpdateMany(wctx, tb, nil, []driver.Assignment{{Column: "tag", Value: "w"}})
 				done <- err
 			}()
 			waitForCalls(m, before)
@@ -569,35 +570,35 @@ func TestRowLocks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := m.Count(ctx, tb, []core.Where{core.Eq("tag", "w")}); n != 0 {
+		if n, _ := m.Count(ctx, tb, cols(core.Eq("tag", "w"))); n != 0 {
 			t.Errorf("%d rows written by the cancelled call", n)
 		}
 	})
 
 	t.Run("two transactions waiting for each other: one fails with a deadlock", func(t *testing.T) {
 		_, m, tb := fixture(t)
-		b := []core.Where{core.Eq("name", "b")}
+		b := cols(core.Eq("name", "b"))
 		aLocked, bLocked := make(chan struct{}), make(chan struct{})
 		errs := make(chan error, 2)
 		go func() {
-			errs <- m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-				if _, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "tag", Value: "1"}}); err != nil {
+			errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+				if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "1"}}); err != nil {
 					return err
 				}
 				close(aLocked)
 				<-bLocked
-				_, err := tx.Update(ctx, tb, b, []core.Assignment{{Column: "tag", Value: "1"}})
+				_, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "1"}})
 				return err
 			})
 		}()
 		go func() {
-			errs <- m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+			errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 				<-aLocked
-				if _, err := tx.Update(ctx, tb, b, []core.Assignment{{Column: "tag", Value: "2"}}); err != nil {
+				if _, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "2"}}); err != nil {
 					return err
 				}
 				close(bLocked)
-				_, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "tag", Value: "2"}})
+				_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "2"}})
 				return err
 			})
 		}()
@@ -624,14 +625,14 @@ func TestRowLocks(t *testing.T) {
 
 	t.Run("a transaction adapter is dead after its transaction", func(t *testing.T) {
 		_, m, tb := fixture(t)
-		var leaked core.Adapter
-		if err := m.Transaction(ctx, func(_ context.Context, tx core.Adapter) error { leaked = tx; return nil }); err != nil {
+		var leaked driver.Adapter
+		if err := m.Transaction(ctx, func(_ context.Context, tx driver.Adapter) error { leaked = tx; return nil }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := leaked.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(0)}}); err == nil || !strings.Contains(err.Error(), "ended") {
+		if _, err := leaked.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err == nil || !strings.Contains(err.Error(), "ended") {
 			t.Errorf("write through an ended transaction: %v", err)
 		}
-		if _, err := m.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(0)}}); err != nil {
+		if _, err := m.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err != nil {
 			t.Errorf("the row stayed locked: %v", err)
 		}
 	})
@@ -640,8 +641,8 @@ func TestRowLocks(t *testing.T) {
 		_, m, tb := fixture(t)
 		func() {
 			defer func() { _ = recover() }()
-			_ = m.Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-				if _, err := tx.Update(ctx, tb, a, []core.Assignment{{Column: "n", Value: int64(77)}}); err != nil {
+			_ = m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+				if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(77)}}); err != nil {
 					return err
 				}
 				panic("boom")
@@ -652,4 +653,14 @@ func TestRowLocks(t *testing.T) {
 			t.Errorf("after the panic: %v, %v; want n = 2", rec, err)
 		}
 	})
+}
+
+// cols turns where clauses on fields into clauses on the columns of the
+// same names, as an adapter receives them.
+func cols(where ...core.Where) []driver.Where {
+	out := make([]driver.Where, len(where))
+	for i, w := range where {
+		out[i] = driver.Where{Column: w.Field, Op: w.Op, Value: w.Value}
+	}
+	return out
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -18,40 +19,40 @@ import (
 func TestNestedTransaction(t *testing.T) {
 	ctx := context.Background()
 	abort := errors.New("abort")
-	views := map[string]func(m *memory.Memory) core.Transactor{
-		"native":   func(m *memory.Memory) core.Transactor { return m },
-		"fallback": func(m *memory.Memory) core.Transactor { return m.WithoutIncrementOne().(core.Transactor) },
+	views := map[string]func(m *memory.Memory) driver.Transactor{
+		"native":   func(m *memory.Memory) driver.Transactor { return m },
+		"fallback": func(m *memory.Memory) driver.Transactor { return m.WithoutIncrementOne().(driver.Transactor) },
 	}
 	for name, view := range views {
 		t.Run(name+"/an inner error undoes the inner writes only", func(t *testing.T) {
 			_, m, tb := fixture(t)
-			before, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
-			var inside []core.Record
-			err := view(m).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-				if _, err := tx.Update(ctx, tb, []core.Where{core.Eq("name", "a")}, []core.Assignment{{Column: "n", Value: int64(10)}}); err != nil {
+			before, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
+			var inside []driver.Record
+			err := view(m).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+				if _, err := tx.Update(ctx, tb, cols(core.Eq("name", "a")), []driver.Assignment{{Column: "n", Value: int64(10)}}); err != nil {
 					return err
 				}
-				nested, ok := tx.(core.Transactor)
+				nested, ok := tx.(driver.Transactor)
 				if !ok {
 					t.Fatal("the transaction adapter has no Transaction")
 				}
-				err := nested.Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
-					_, isInc := inner.(core.Incrementer)
-					_, outerInc := tx.(core.Incrementer)
+				err := nested.Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
+					_, isInc := inner.(driver.Incrementer)
+					_, outerInc := tx.(driver.Incrementer)
 					if isInc != outerInc {
 						t.Errorf("the nested adapter has IncrementOne %v, the enclosing one %v", isInc, outerInc)
 					}
 					// the row the enclosing transaction changed, changed again
-					if _, err := inner.Update(ctx, tb, []core.Where{core.Eq("name", "a")}, []core.Assignment{{Column: "n", Value: int64(20)}}); err != nil {
+					if _, err := inner.Update(ctx, tb, cols(core.Eq("name", "a")), []driver.Assignment{{Column: "n", Value: int64(20)}}); err != nil {
 						return err
 					}
-					if _, err := inner.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "ghost"}}); err != nil {
+					if _, err := inner.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "ghost"}}); err != nil {
 						return err
 					}
-					if _, err := inner.DeleteMany(ctx, tb, []core.Where{core.Eq("name", "b")}); err != nil {
+					if _, err := inner.DeleteMany(ctx, tb, cols(core.Eq("name", "b"))); err != nil {
 						return err
 					}
-					if _, err := inner.UpdateMany(ctx, tb, nil, []core.Assignment{{Column: "tag", Value: "q"}}); err != nil {
+					if _, err := inner.UpdateMany(ctx, tb, nil, []driver.Assignment{{Column: "tag", Value: "q"}}); err != nil {
 						return err
 					}
 					return abort
@@ -60,23 +61,23 @@ func TestNestedTransaction(t *testing.T) {
 					t.Errorf("nested Transaction err = %v, want abort", err)
 				}
 				// the enclosing transaction goes on after the inner rollback
-				if _, err := tx.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "kept"}}); err != nil {
+				if _, err := tx.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "kept"}}); err != nil {
 					return err
 				}
-				inside, _ = tx.FindMany(ctx, tb, nil, core.FindOptions{})
+				inside, _ = tx.FindMany(ctx, tb, nil, driver.FindOptions{})
 				return nil
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			after, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
+			after, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
 			if !reflect.DeepEqual(inside, after) {
 				t.Errorf("the commit changed what the transaction saw:\ninside %v\nafter  %v", inside, after)
 			}
-			want := append([]core.Record(nil), before...)
+			want := append([]driver.Record(nil), before...)
 			want[0] = clone(want[0])
 			want[0]["n"] = int64(10)
-			kept := core.Record{"id": int64(6), "name": "kept", "n": nil, "flag": nil, "at": nil, "tag": nil, "slot": nil}
+			kept := driver.Record{"id": int64(6), "name": "kept", "n": nil, "flag": nil, "at": nil, "tag": nil, "slot": nil}
 			want = append(want, kept) // id 5 went to the rolled-back "ghost"
 			if !reflect.DeepEqual(want, after) {
 				t.Errorf("after the commit:\ngot  %v\nwant %v", after, want)
@@ -85,19 +86,19 @@ func TestNestedTransaction(t *testing.T) {
 
 		t.Run(name+"/an inner commit stays subject to the enclosing transaction", func(t *testing.T) {
 			_, m, tb := fixture(t)
-			before, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
-			err := view(m).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
-				err := tx.(core.Transactor).Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
+			before, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
+			err := view(m).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+				err := tx.(driver.Transactor).Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
 					// two levels deep
-					return inner.(core.Transactor).Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
-						_, err := inner.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "deep"}})
+					return inner.(driver.Transactor).Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
+						_, err := inner.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "deep"}})
 						return err
 					})
 				})
 				if err != nil {
 					return err
 				}
-				if n, _ := tx.Count(ctx, tb, []core.Where{core.Eq("name", "deep")}); n != 1 {
+				if n, _ := tx.Count(ctx, tb, cols(core.Eq("name", "deep"))); n != 1 {
 					t.Errorf("the committed inner write is not visible to the enclosing transaction")
 				}
 				return abort
@@ -105,7 +106,7 @@ func TestNestedTransaction(t *testing.T) {
 			if !errors.Is(err, abort) {
 				t.Fatalf("err = %v, want abort", err)
 			}
-			after, _ := m.FindMany(ctx, tb, nil, core.FindOptions{})
+			after, _ := m.FindMany(ctx, tb, nil, driver.FindOptions{})
 			if !reflect.DeepEqual(before, after) {
 				t.Errorf("the enclosing rollback kept the inner writes:\nbefore %v\nafter  %v", before, after)
 			}
@@ -113,35 +114,35 @@ func TestNestedTransaction(t *testing.T) {
 
 		t.Run(name+"/a panicking inner function is undone", func(t *testing.T) {
 			_, m, tb := fixture(t)
-			err := view(m).Transaction(ctx, func(ctx context.Context, tx core.Adapter) error {
+			err := view(m).Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
 				func() {
 					defer func() { _ = recover() }()
-					_ = tx.(core.Transactor).Transaction(ctx, func(ctx context.Context, inner core.Adapter) error {
-						if _, err := inner.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "panic"}}); err != nil {
+					_ = tx.(driver.Transactor).Transaction(ctx, func(ctx context.Context, inner driver.Adapter) error {
+						if _, err := inner.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "panic"}}); err != nil {
 							return err
 						}
 						panic("inner")
 					})
 				}()
-				_, err := tx.Create(ctx, tb, []core.Assignment{{Column: "name", Value: "after"}})
+				_, err := tx.Create(ctx, tb, []driver.Assignment{{Column: "name", Value: "after"}})
 				return err
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n, _ := m.Count(ctx, tb, []core.Where{core.In("name", "panic", "after")}); n != 1 {
+			if n, _ := m.Count(ctx, tb, cols(core.In("name", "panic", "after"))); n != 1 {
 				t.Errorf("%d of the rows panic and after exist, want only after", n)
 			}
 		})
 
 		t.Run(name+"/a nested transaction after the enclosing one ended fails", func(t *testing.T) {
 			_, m, _ := fixture(t)
-			var leaked core.Adapter
-			if err := view(m).Transaction(ctx, func(_ context.Context, tx core.Adapter) error { leaked = tx; return nil }); err != nil {
+			var leaked driver.Adapter
+			if err := view(m).Transaction(ctx, func(_ context.Context, tx driver.Adapter) error { leaked = tx; return nil }); err != nil {
 				t.Fatal(err)
 			}
 			called := false
-			err := leaked.(core.Transactor).Transaction(ctx, func(context.Context, core.Adapter) error { called = true; return nil })
+			err := leaked.(driver.Transactor).Transaction(ctx, func(context.Context, driver.Adapter) error { called = true; return nil })
 			if err == nil || called {
 				t.Errorf("nested Transaction on an ended transaction: err %v, fn called %v", err, called)
 			}
@@ -168,10 +169,10 @@ func TestNestedTransaction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, _ := m.Count(ctx, tb, []core.Where{core.Eq("name", "outer")}); n != 1 {
+		if n, _ := m.Count(ctx, tb, cols(core.Eq("name", "outer"))); n != 1 {
 			t.Error("the outer write was lost")
 		}
-		if n, _ := m.Count(ctx, tb, []core.Where{core.Eq("name", "inner")}); n != 0 {
+		if n, _ := m.Count(ctx, tb, cols(core.Eq("name", "inner"))); n != 0 {
 			t.Error("the inner write survived its rollback")
 		}
 	})
@@ -201,10 +202,10 @@ func TestIncrementOverflowIsInvalid(t *testing.T) {
 		if _, _, err := db.Update(ctx, "item", []core.Where{core.Eq("name", "a")}, map[string]any{"n": c.start}); err != nil {
 			t.Fatal(err)
 		}
-		before, _ := m.FindOne(ctx, tb, []core.Where{core.Eq("name", "a")})
-		rec, err := m.IncrementOne(ctx, tb, []core.Where{core.Eq("name", "a")}, []core.Delta{{Column: "n", By: c.by}},
-			[]core.Assignment{{Column: "tag", Value: "changed"}})
-		after, _ := m.FindOne(ctx, tb, []core.Where{core.Eq("name", "a")})
+		before, _ := m.FindOne(ctx, tb, cols(core.Eq("name", "a")))
+		rec, err := m.IncrementOne(ctx, tb, cols(core.Eq("name", "a")), []driver.Delta{{Column: "n", By: c.by}},
+			[]driver.Assignment{{Column: "tag", Value: "changed"}})
+		after, _ := m.FindOne(ctx, tb, cols(core.Eq("name", "a")))
 		switch {
 		case c.ok && (err != nil || rec["n"] != c.start+c.by):
 			t.Errorf("%d + %d: got %v, %v; want %d", c.start, c.by, rec, err, c.start+c.by)
@@ -216,8 +217,8 @@ func TestIncrementOverflowIsInvalid(t *testing.T) {
 	}
 }
 
-func clone(r core.Record) core.Record {
-	out := core.Record{}
+func clone(r driver.Record) driver.Record {
+	out := driver.Record{}
 	for k, v := range r {
 		out[k] = v
 	}

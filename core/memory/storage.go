@@ -12,10 +12,11 @@ import (
 	"unsafe"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Storage is an in-process core.SecondaryStorage with the optional
-// core.BoundedIncrementer and core.TATAdvancer: values and counters with
+// Storage is an in-process driver.SecondaryStorage with the optional
+// driver.BoundedIncrementer and driver.TATAdvancer: values and counters with
 // expiry, in shards that each have their own lock. It serves tests,
 // examples and single-process deployments; Redis (adapters/redis) is the
 // shared one.
@@ -195,40 +196,40 @@ func (s *Storage) Delete(ctx context.Context, key string) error {
 // Increment adds by to the counter at key, creating it with value by and
 // expiry ttl when absent. An existing counter keeps its expiry. A value set
 // with Set counts as a counter when it is a decimal integer.
-func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (core.Counter, error) {
+func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
 	c, _, err := s.increment(ctx, "Increment", key, by, 0, false, ttl)
 	return c, err
 }
 
 // IncrementBounded adds by to the counter at key only when the result stays
-// at or below max; see core.BoundedIncrementer.
-func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+// at or below max; see driver.BoundedIncrementer.
+func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (driver.Counter, bool, error) {
 	return s.increment(ctx, "IncrementBounded", key, by, max, true, ttl)
 }
 
 var errNotCounter = errors.New("value is not an integer counter")
 
-func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, bounded bool, ttl time.Duration) (core.Counter, bool, error) {
+func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, bounded bool, ttl time.Duration) (driver.Counter, bool, error) {
 	if ttl <= 0 {
-		return core.Counter{}, false, fmt.Errorf("%w: memory storage %s %q: ttl must be positive, got %v", core.ErrInvalid, op, key, ttl)
+		return driver.Counter{}, false, fmt.Errorf("%w: memory storage %s %q: ttl must be positive, got %v", core.ErrInvalid, op, key, ttl)
 	}
 	sh, now, err := s.lock(ctx, key)
 	if err != nil {
-		return core.Counter{}, false, err
+		return driver.Counter{}, false, err
 	}
 	defer sh.mu.Unlock()
 	e, ok := sh.live(key, now)
 	if !ok {
 		if bounded && by > max {
-			return core.Counter{}, false, nil
+			return driver.Counter{}, false, nil
 		}
 		sh.put(key, &storageEntry{counter: by, isCount: true, expires: now.Add(ttl)}, now)
-		return core.Counter{Value: by, TTL: ttl}, true, nil
+		return driver.Counter{Value: by, TTL: ttl}, true, nil
 	}
 	if !e.isCount {
 		n, err := strconv.ParseInt(e.text, 10, 64)
 		if err != nil {
-			return core.Counter{}, false, fmt.Errorf("memory storage %s %q: %w", op, key, errNotCounter)
+			return driver.Counter{}, false, fmt.Errorf("memory storage %s %q: %w", op, key, errNotCounter)
 		}
 		e.counter, e.isCount, e.text = n, true, ""
 	}
@@ -238,17 +239,17 @@ func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, 
 	}
 	next := e.counter + by
 	if (by > 0 && next < e.counter) || (by < 0 && next > e.counter) {
-		return core.Counter{}, false, fmt.Errorf("memory storage %s %q: %d + %d overflows int64", op, key, e.counter, by)
+		return driver.Counter{}, false, fmt.Errorf("memory storage %s %q: %d + %d overflows int64", op, key, e.counter, by)
 	}
 	if bounded && next > max {
-		return core.Counter{Value: e.counter, TTL: left}, false, nil
+		return driver.Counter{Value: e.counter, TTL: left}, false, nil
 	}
 	e.counter = next
-	return core.Counter{Value: next, TTL: left}, true, nil
+	return driver.Counter{Value: next, TTL: left}, true, nil
 }
 
 // AdvanceTAT advances the theoretical arrival time at key under the
-// shard's lock; see core.TATAdvancer. The TAT is stored as a counter, so
+// shard's lock; see driver.TATAdvancer. The TAT is stored as a counter, so
 // Get returns it in decimal; it expires, by the storage's clock, when the
 // caller's clock reaches it.
 func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, limit int64) (int64, bool, error) {
@@ -294,7 +295,7 @@ func (s *Storage) Len() int {
 }
 
 var (
-	_ core.SecondaryStorage   = (*Storage)(nil)
-	_ core.BoundedIncrementer = (*Storage)(nil)
-	_ core.TATAdvancer        = (*Storage)(nil)
+	_ driver.SecondaryStorage   = (*Storage)(nil)
+	_ driver.BoundedIncrementer = (*Storage)(nil)
+	_ driver.TATAdvancer        = (*Storage)(nil)
 )

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -66,12 +67,12 @@ func TestStorageIncrementKeepsItsTTL(t *testing.T) {
 	s, c := newStorage()
 	ctx := context.Background()
 	got, err := s.Increment(ctx, "n", 2, 10*time.Second)
-	if err != nil || got != (core.Counter{Value: 2, TTL: 10 * time.Second}) {
+	if err != nil || got != (driver.Counter{Value: 2, TTL: 10 * time.Second}) {
 		t.Fatalf("first Increment = %+v, %v", got, err)
 	}
 	c.advance(4 * time.Second)
 	got, err = s.Increment(ctx, "n", 3, time.Hour) // the ttl of an existing counter is ignored
-	if err != nil || got != (core.Counter{Value: 5, TTL: 6 * time.Second}) {
+	if err != nil || got != (driver.Counter{Value: 5, TTL: 6 * time.Second}) {
 		t.Fatalf("second Increment = %+v, %v; want 5 with 6s left", got, err)
 	}
 	if v, _, _ := s.Get(ctx, "n"); v != "5" {
@@ -79,7 +80,7 @@ func TestStorageIncrementKeepsItsTTL(t *testing.T) {
 	}
 	c.advance(6 * time.Second)
 	got, _ = s.Increment(ctx, "n", 1, time.Minute)
-	if got != (core.Counter{Value: 1, TTL: time.Minute}) {
+	if got != (driver.Counter{Value: 1, TTL: time.Minute}) {
 		t.Errorf("Increment after expiry = %+v, want a new counter", got)
 	}
 	for _, ttl := range []time.Duration{0, -time.Second} {
@@ -100,7 +101,7 @@ func TestStorageIncrementKeepsItsTTL(t *testing.T) {
 func TestStorageIncrementBounded(t *testing.T) {
 	s, c := newStorage()
 	ctx := context.Background()
-	if got, ok, err := s.IncrementBounded(ctx, "b", 4, 3, time.Minute); ok || err != nil || got != (core.Counter{}) {
+	if got, ok, err := s.IncrementBounded(ctx, "b", 4, 3, time.Minute); ok || err != nil || got != (driver.Counter{}) {
 		t.Fatalf("too big on a missing key: %+v %v %v", got, ok, err)
 	}
 	if _, ok, _ := s.Get(ctx, "b"); ok {
@@ -110,7 +111,7 @@ func TestStorageIncrementBounded(t *testing.T) {
 		t.Fatalf("first: %+v %v", got, ok)
 	}
 	c.advance(time.Second)
-	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); ok || got != (core.Counter{Value: 2, TTL: 59 * time.Second}) {
+	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); ok || got != (driver.Counter{Value: 2, TTL: 59 * time.Second}) {
 		t.Fatalf("over max: %+v %v; want refused, unchanged", got, ok)
 	}
 	if got, ok, _ := s.IncrementBounded(ctx, "b", 1, 3, time.Minute); !ok || got.Value != 3 {
@@ -205,7 +206,7 @@ func TestStorageDefaultClockExpires(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(999 * time.Millisecond)
-		if got, _ := s.Increment(ctx, "n", 1, time.Second); got != (core.Counter{Value: 2, TTL: time.Millisecond}) {
+		if got, _ := s.Increment(ctx, "n", 1, time.Second); got != (driver.Counter{Value: 2, TTL: time.Millisecond}) {
 			t.Fatalf("before the TTL ends: %+v, want 2 with 1ms left", got)
 		}
 		time.Sleep(time.Millisecond)

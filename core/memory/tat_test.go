@@ -10,7 +10,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-// TestAdvanceTAT: core.TATAdvancer's contract one step at a time, and the
+// TestAdvanceTAT: driver.TATAdvancer's contract one step at a time, and the
 // expiry at the tat by the storage's clock.
 func TestAdvanceTAT(t *testing.T) {
 	at := time.Unix(0, 0)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // journal is a transaction's state: what it changed, so a rollback can
@@ -26,10 +26,10 @@ type heldLock struct {
 type undoEntry struct {
 	table string
 	id    int64
-	old   core.Record // nil: the row did not exist
+	old   driver.Record // nil: the row did not exist
 }
 
-func (j *journal) add(table string, id int64, old core.Record) {
+func (j *journal) add(table string, id int64, old driver.Record) {
 	if j == nil {
 		return
 	}
@@ -114,7 +114,7 @@ type txAdapter struct {
 	undo *journal
 }
 
-func (tx *txAdapter) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+func (tx *txAdapter) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
 	tb, err := tx.m.begin(ctx, t)
 	if err != nil {
 		return nil, err
@@ -123,41 +123,41 @@ func (tx *txAdapter) Create(ctx context.Context, t *core.Table, values []core.As
 	return tx.m.insert(ctx, tb, t, values, tx.undo)
 }
 
-func (tx *txAdapter) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (tx *txAdapter) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	return tx.m.FindOne(ctx, t, where)
 }
 
-func (tx *txAdapter) FindMany(ctx context.Context, t *core.Table, where []core.Where, o core.FindOptions) ([]core.Record, error) {
+func (tx *txAdapter) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
 	return tx.m.FindMany(ctx, t, where, o)
 }
 
-func (tx *txAdapter) Update(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (core.Record, error) {
+func (tx *txAdapter) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
 	return tx.m.increment(ctx, t, where, nil, set, tx.undo)
 }
 
-func (tx *txAdapter) UpdateMany(ctx context.Context, t *core.Table, where []core.Where, set []core.Assignment) (int64, error) {
+func (tx *txAdapter) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
 	return tx.m.updateMany(ctx, t, where, set, tx.undo)
 }
 
-func (tx *txAdapter) Delete(ctx context.Context, t *core.Table, where []core.Where) (bool, error) {
+func (tx *txAdapter) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	n, err := tx.m.deleteRows(ctx, t, where, 1, tx.undo)
 	return n == 1, err
 }
 
-func (tx *txAdapter) DeleteMany(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (tx *txAdapter) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return tx.m.deleteRows(ctx, t, where, -1, tx.undo)
 }
 
-func (tx *txAdapter) Count(ctx context.Context, t *core.Table, where []core.Where) (int64, error) {
+func (tx *txAdapter) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	return tx.m.Count(ctx, t, where)
 }
 
 // CreateTables has nothing to create, as [Memory.CreateTables].
-func (tx *txAdapter) CreateTables(context.Context, *core.Schema) error { return nil }
+func (tx *txAdapter) CreateTables(context.Context, []*driver.Table) error { return nil }
 
 // Transaction runs fn in a nested transaction on the same journal: an error
 // from fn undoes fn's writes and leaves the enclosing transaction usable.
-func (tx *txAdapter) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (tx *txAdapter) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return tx.savepoint(ctx, func(ctx context.Context) error { return fn(ctx, tx) })
 }
 
@@ -188,25 +188,25 @@ func (tx *txAdapter) savepoint(ctx context.Context, body func(context.Context) e
 // txIncrementer is a transaction adapter with the native IncrementOne.
 type txIncrementer struct{ *txAdapter }
 
-func (tx txIncrementer) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (tx txIncrementer) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	return tx.m.increment(ctx, t, where, inc, set, tx.undo)
 }
 
 // Transaction runs fn in a nested transaction, handing it the adapter
 // with the native IncrementOne.
-func (tx txIncrementer) Transaction(ctx context.Context, fn func(context.Context, core.Adapter) error) error {
+func (tx txIncrementer) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
 	return tx.savepoint(ctx, func(ctx context.Context) error { return fn(ctx, tx) })
 }
 
 var (
-	_ core.Transactor   = (*txAdapter)(nil)
-	_ core.Transactor   = txIncrementer{}
-	_ core.Incrementer  = (*Memory)(nil)
-	_ core.Transactor   = (*Memory)(nil)
-	_ core.Transactor   = withoutIncrement{}
-	_ core.Incrementer  = txIncrementer{}
-	_ core.TableCreator = (*Memory)(nil)
-	_ core.TableCreator = withoutIncrement{}
-	_ core.TableCreator = (*txAdapter)(nil)
-	_ core.TableCreator = txIncrementer{}
+	_ driver.Transactor   = (*txAdapter)(nil)
+	_ driver.Transactor   = txIncrementer{}
+	_ driver.Incrementer  = (*Memory)(nil)
+	_ driver.Transactor   = (*Memory)(nil)
+	_ driver.Transactor   = withoutIncrement{}
+	_ driver.Incrementer  = txIncrementer{}
+	_ driver.TableCreator = (*Memory)(nil)
+	_ driver.TableCreator = withoutIncrement{}
+	_ driver.TableCreator = (*txAdapter)(nil)
+	_ driver.TableCreator = txIncrementer{}
 )

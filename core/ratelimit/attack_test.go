@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -32,7 +33,7 @@ type strictText struct {
 
 var errEncoding = errors.New(`pq: invalid byte sequence for encoding "UTF8"`)
 
-func (s *strictText) refuse(where []core.Where, set ...[]core.Assignment) error {
+func (s *strictText) refuse(where []driver.Where, set ...[]driver.Assignment) error {
 	bad := func(v any) bool {
 		str, ok := v.(string)
 		return ok && (!utf8.ValidString(str) || strings.IndexByte(str, 0) >= 0)
@@ -54,21 +55,21 @@ func (s *strictText) refuse(where []core.Where, set ...[]core.Assignment) error 
 	return nil
 }
 
-func (s *strictText) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (s *strictText) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if err := s.refuse(where, set); err != nil {
 		return nil, err
 	}
 	return s.Memory.IncrementOne(ctx, t, where, inc, set)
 }
 
-func (s *strictText) FindOne(ctx context.Context, t *core.Table, where []core.Where) (core.Record, error) {
+func (s *strictText) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	if err := s.refuse(where); err != nil {
 		return nil, err
 	}
 	return s.Memory.FindOne(ctx, t, where)
 }
 
-func (s *strictText) Create(ctx context.Context, t *core.Table, values []core.Assignment) (core.Record, error) {
+func (s *strictText) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
 	if err := s.refuse(nil, values); err != nil {
 		return nil, err
 	}
@@ -242,7 +243,7 @@ type wordy struct {
 
 var errBadConn = errors.New("driver: bad connection")
 
-func (w wordy) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (w wordy) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	if w.hangUp != nil {
 		w.hangUp()
 		return nil, errBadConn
@@ -342,7 +343,7 @@ func TestSecondaryCheckWritesNothing(t *testing.T) {
 	for _, plain := range []bool{false, true} {
 		c := newClock()
 		ss := memory.NewStorage(memory.WithClock(c.Now))
-		var sec core.SecondaryStorage = ss
+		var sec driver.SecondaryStorage = ss
 		if plain {
 			sec = plainIncrement{ss}
 		}
@@ -384,7 +385,7 @@ func TestZeroValuesAndNilsAreErrors(t *testing.T) {
 	var zeroDB core.DB
 	var nilDB *core.DB
 	typedNil, _ := core.New((*memory.Memory)(nil))
-	var nilSecondary core.SecondaryStorage = (*memory.Storage)(nil)
+	var nilSecondary driver.SecondaryStorage = (*memory.Storage)(nil)
 	newWith := func(s ratelimit.Storage, opts ...ratelimit.Option) func() error {
 		return func() error { _, err := ratelimit.New(s, opts...); return err }
 	}
@@ -493,7 +494,7 @@ type schemaDouble struct {
 
 var errNoUnique = fmt.Errorf("%w: rate_limit has no unique index on key", core.ErrSchema)
 
-func (s *schemaDouble) CheckSchema(_ context.Context, t *core.Table) error {
+func (s *schemaDouble) CheckSchema(_ context.Context, t *driver.Table) error {
 	if s.checks.Add(1) == 1 && s.hold != nil {
 		s.entered <- struct{}{}
 		<-s.hold

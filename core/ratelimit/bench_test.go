@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -13,7 +14,7 @@ import (
 // benchDB returns a limiter on a database storage and the adapter's call count.
 func benchDB(b *testing.B, fallback bool) (*ratelimit.Limiter, func() int64) {
 	m := memory.New()
-	var a core.Adapter = m
+	var a driver.Adapter = m
 	if fallback {
 		a = m.WithoutIncrementOne()
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -31,7 +32,7 @@ type gatedDB struct {
 	tokens chan struct{} // nil: calls pass
 }
 
-func (g *gatedDB) IncrementOne(ctx context.Context, t *core.Table, where []core.Where, inc []core.Delta, set []core.Assignment) (core.Record, error) {
+func (g *gatedDB) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	g.writes.Add(1)
 	g.mu.Lock()
 	tokens := g.tokens
@@ -96,7 +97,7 @@ type cluster struct {
 func newCluster(t *testing.T, procs int, fallback bool, opts ...ratelimit.Option) *cluster {
 	t.Helper()
 	g := &gatedDB{Memory: memory.New()}
-	var a core.Adapter = g
+	var a driver.Adapter = g
 	if fallback {
 		a = g.WithoutIncrementOne() // the memory store without IncrementOne: writes are uncounted
 	}

@@ -1,6 +1,6 @@
 // Package ratelimit is sluice's rate limiter: fixed windows (or Better
 // Auth's idle windows, or a GCRA token bucket) counted in the database
-// through core.DB, in a core.SecondaryStorage such as Redis, or in process
+// through core.DB, in a driver.SecondaryStorage such as Redis, or in process
 // memory, plus a net/http middleware that limits by client IP and path.
 //
 // # Decisions
@@ -92,7 +92,7 @@
 //
 // [Secondary] storage keeps a counter per key and window, named
 // "ratelimit:" + key + "#" + the window number, living twice the window,
-// and needs a core.BoundedIncrementer (Redis has one): a decision reads the
+// and needs a driver.BoundedIncrementer (Redis has one): a decision reads the
 // previous counter, then adds c to the current one bounded by Max − the
 // weighted previous count, so a denial counts nothing. [Memory] keeps both
 // counts in one entry per key, under its shard's lock. A key must be used
@@ -174,7 +174,7 @@
 // lastRequest is the longest window past, and a tat in the past is an
 // empty bucket, exactly what a missing row means. [Memory] decides under
 // the shard's lock and lets the entry expire at its tat. [Secondary] needs
-// a storage with core.TATAdvancer (core/memory's Storage and
+// a storage with driver.TATAdvancer (core/memory's Storage and
 // adapters/redis, one Lua script there), where the key expires at its
 // tat; New refuses GCRA on one without it. Write combining counts fixed
 // windows and does not serve GCRA.
@@ -190,7 +190,7 @@
 // # Other storages
 //
 // [Secondary] counts in a key-value store with an atomic, TTL-bound
-// increment (fixed windows only); with core.BoundedIncrementer a denied
+// increment (fixed windows only); with driver.BoundedIncrementer a denied
 // request leaves the counter untouched. [Memory] counts in this process, in
 // a bounded number of keys spread over shards with a lock each.
 //

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -43,14 +44,14 @@ func TestStorageFailureFailsClosedByDefault(t *testing.T) {
 // yet every read shows room in a live window.
 type racer struct{ *memory.Memory }
 
-func (r racer) IncrementOne(ctx context.Context, t *core.Table, _ []core.Where, _ []core.Delta, _ []core.Assignment) (core.Record, error) {
+func (r racer) IncrementOne(ctx context.Context, t *driver.Table, _ []driver.Where, _ []driver.Delta, _ []driver.Assignment) (driver.Record, error) {
 	_, err := r.Memory.Count(ctx, t, nil) // counts the round trip
 	return nil, err
 }
 
-func (r racer) FindOne(ctx context.Context, t *core.Table, _ []core.Where) (core.Record, error) {
+func (r racer) FindOne(ctx context.Context, t *driver.Table, _ []driver.Where) (driver.Record, error) {
 	_, _ = r.Memory.Count(ctx, t, nil) // counts the round trip
-	rec := core.Record{}
+	rec := driver.Record{}
 	for _, c := range t.Columns {
 		rec[c.Name] = int64(0)
 	}

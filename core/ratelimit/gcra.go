@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // This file is the GCRA mode (see "GCRA" in the package documentation):
@@ -272,11 +273,11 @@ func (s *memStorage) peekGCRA(ctx context.Context, key string, rule Rule, now in
 	return gcraPeek(rule, gcraInterval(rule), tat, now), nil
 }
 
-// consumeGCRA is one core.TATAdvancer step (check refuses GCRA on a
+// consumeGCRA is one driver.TATAdvancer step (check refuses GCRA on a
 // storage without it).
 func (s *secondaryStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, _ int) (state, error) {
 	t := gcraInterval(rule)
-	tat, ok, err := s.s.(core.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, cost*t, rule.Max*t)
+	tat, ok, err := s.s.(driver.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, cost*t, rule.Max*t)
 	if err != nil {
 		return state{}, err
 	}
@@ -286,7 +287,7 @@ func (s *secondaryStorage) consumeGCRA(ctx context.Context, key string, rule Rul
 // peekGCRA reads the tat with an advance of 0, which never writes.
 func (s *secondaryStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
 	t := gcraInterval(rule)
-	tat, _, err := s.s.(core.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, 0, rule.Max*t)
+	tat, _, err := s.s.(driver.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, 0, rule.Max*t)
 	if err != nil {
 		return state{}, err
 	}
@@ -295,8 +296,8 @@ func (s *secondaryStorage) peekGCRA(ctx context.Context, key string, rule Rule, 
 
 // checkGCRA is the secondary storage's check for GCRA.
 func (s *secondaryStorage) checkGCRA() error {
-	if _, ok := s.s.(core.TATAdvancer); !ok {
-		return invalidf("Secondary: GCRA needs a storage with the core.TATAdvancer capability, which %T lacks", s.s)
+	if _, ok := s.s.(driver.TATAdvancer); !ok {
+		return invalidf("Secondary: GCRA needs a storage with the driver.TATAdvancer capability, which %T lacks", s.s)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -276,7 +277,7 @@ var errBroken = errors.New("database down")
 // broken is an adapter whose every call fails.
 type broken struct{ *memory.Memory }
 
-func (broken) IncrementOne(context.Context, *core.Table, []core.Where, []core.Delta, []core.Assignment) (core.Record, error) {
+func (broken) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
 	return nil, errBroken
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Event is one decision of a [Limiter] as an observer sees it: what was
@@ -24,7 +24,7 @@ type Event struct {
 	Start   time.Time
 	Latency time.Duration
 	// RoundTrips is how many statements or commands the storage sent for
-	// this decision (see core.RoundTrips): 0 for a denial from the denial
+	// this decision (see driver.RoundTrips): 0 for a denial from the denial
 	// cache and for Memory storage.
 	RoundTrips int64
 }
@@ -52,7 +52,7 @@ func WithObserver(observe func(ctx context.Context, e Event)) Option {
 // observed is ConsumeN with the observer told.
 func (l *Limiter) observed(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
 	start := time.Now()
-	cctx, trips := core.WithRoundTrips(ctx)
+	cctx, trips := driver.WithRoundTrips(ctx)
 	d, err := l.consumeN(cctx, key, rule, cost)
 	l.observe(ctx, Event{Key: key, Rule: rule, Cost: cost, Mode: l.mode, Storage: storageName(l.store),
 		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count()})

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // SecondaryPrefix is put before every key a limiter stores in a secondary
@@ -16,12 +16,12 @@ const SecondaryPrefix = "ratelimit:"
 // Secondary keeps counters in a key-value store with expiry, such as Redis
 // (adapters/redis) or core/memory's Storage. A counter is created with the
 // window as its TTL and never extended, so only [FixedWindow] is possible.
-// When s is a core.BoundedIncrementer a denied request leaves the counter as
+// When s is a driver.BoundedIncrementer a denied request leaves the counter as
 // it was; otherwise it is counted too (the window still ends on time, but
 // Remaining reads 0 early).
-func Secondary(s core.SecondaryStorage) Storage { return &secondaryStorage{s: s} }
+func Secondary(s driver.SecondaryStorage) Storage { return &secondaryStorage{s: s} }
 
-type secondaryStorage struct{ s core.SecondaryStorage }
+type secondaryStorage struct{ s driver.SecondaryStorage }
 
 func (s *secondaryStorage) check(m Mode) error {
 	if isNil(s.s) {
@@ -41,7 +41,7 @@ func (s *secondaryStorage) check(m Mode) error {
 
 func (s *secondaryStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, _ Mode, _ int) (state, error) {
 	k := SecondaryPrefix + key
-	if b, ok := s.s.(core.BoundedIncrementer); ok {
+	if b, ok := s.s.(driver.BoundedIncrementer); ok {
 		c, ok, err := b.IncrementBounded(ctx, k, cost, rule.Max, rule.Window)
 		if err != nil {
 			return state{}, err
@@ -70,7 +70,7 @@ func resetAt(now int64, ttl time.Duration, rule Rule) int64 {
 // check reports the end of the current window, as the other storages do.
 //
 // Get gives no TTL. A bounded increment of 0 with max -1 never fits, so by
-// core.BoundedIncrementer's contract it changes nothing and returns the
+// driver.BoundedIncrementer's contract it changes nothing and returns the
 // counter as it is, TTL included (Value 0 when absent): a read with the
 // TTL in one round trip. Without it, Get tells whether a counter exists
 // and an Increment of 0, which adds nothing and never extends an expiry,
@@ -79,8 +79,8 @@ func resetAt(now int64, ttl time.Duration, rule Rule) int64 {
 // most a round trip before the next request's would have.
 func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
 	k := SecondaryPrefix + key
-	var c core.Counter
-	if b, ok := s.s.(core.BoundedIncrementer); ok {
+	var c driver.Counter
+	if b, ok := s.s.(driver.BoundedIncrementer); ok {
 		var err error
 		if c, _, err = b.IncrementBounded(ctx, k, 0, -1, rule.Window); err != nil {
 			return state{}, err

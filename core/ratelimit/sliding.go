@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // SlidingSeparator joins a key and a window number in the names of the
@@ -349,8 +350,8 @@ func (s *secondaryStorage) checkSliding() error {
 	if isNil(s.s) {
 		return invalidf("Secondary: nil storage (%T)", s.s)
 	}
-	if _, ok := s.s.(core.BoundedIncrementer); !ok {
-		return invalidf("Secondary: SlidingWindow needs a storage with a bounded increment (core.BoundedIncrementer); %T has none", s.s)
+	if _, ok := s.s.(driver.BoundedIncrementer); !ok {
+		return invalidf("Secondary: SlidingWindow needs a storage with a bounded increment (driver.BoundedIncrementer); %T has none", s.s)
 	}
 	return nil
 }
@@ -387,7 +388,7 @@ func (s *secondaryStorage) consumeSliding(ctx context.Context, key string, rule 
 		return state{}, err
 	}
 	v.prev = prev
-	c, ok, err := s.s.(core.BoundedIncrementer).IncrementBounded(ctx, slidingName(key, i), cost, rule.Max-v.weighted(), 2*rule.Window)
+	c, ok, err := s.s.(driver.BoundedIncrementer).IncrementBounded(ctx, slidingName(key, i), cost, rule.Max-v.weighted(), 2*rule.Window)
 	if err != nil {
 		return state{}, err
 	}

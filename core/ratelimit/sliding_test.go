@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -402,7 +403,7 @@ func TestSlidingReset(t *testing.T) {
 }
 
 // plainSecondary is a secondary storage without a bounded increment.
-type plainSecondary struct{ core.SecondaryStorage }
+type plainSecondary struct{ driver.SecondaryStorage }
 
 // TestSlidingRefusals: a secondary storage without a bounded increment
 // (which would count denials into the next window's weight) and write

@@ -7,13 +7,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // plainIncrement hides IncrementBounded, as a storage without it would.
-type plainIncrement struct{ core.SecondaryStorage }
+type plainIncrement struct{ driver.SecondaryStorage }
 
 // TestSecondaryWithoutBoundedIncrement: denied requests are counted too,
 // but the window still ends on time.

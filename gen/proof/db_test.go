@@ -19,6 +19,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -134,11 +135,11 @@ func scriptStatements(data []byte) []string {
 	return stmts
 }
 
-// timeArg is how a time is bound on each dialect: core.FormatTime text on
+// timeArg is how a time is bound on each dialect: driver.FormatTime text on
 // SQLite, as the adapters bind it.
 func timeArg(d gen.Dialect, t time.Time) any {
 	if d == gen.SQLite {
-		return core.FormatTime(t)
+		return driver.FormatTime(t)
 	}
 	return t
 }
@@ -170,7 +171,7 @@ func TestDDLApplies(t *testing.T) {
 				rl, _ := s.Table(core.ModelRateLimit)
 				ak, _ := s.Table(core.ModelAPIKey)
 				q := tdb.dialect.Quote
-				col := func(tb *core.Table, field string) string { c, _ := tb.Column(field); return q(c.Name) }
+				col := func(tb *driver.Table, field string) string { c, _ := tb.Column(field); return q(c.Name) }
 				ph := func(n int) string { // placeholders
 					var p []string
 					for i := 1; i <= n; i++ {
@@ -561,7 +562,7 @@ func TestIndexNamesOnDatabases(t *testing.T) {
 // insertRow inserts a row into tb whose column col holds value, the other
 // required columns a value of their type; ok says whether the insert
 // must succeed or be refused (by a unique index).
-func insertRow(t *testing.T, db sqlExecer, d gen.Dialect, tb *core.Table, col, value string, ok bool) {
+func insertRow(t *testing.T, db sqlExecer, d gen.Dialect, tb *driver.Table, col, value string, ok bool) {
 	t.Helper()
 	var cols, ph []string
 	var args []any

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicegin "github.com/sluice-go/sluice/middleware/gin"
@@ -189,8 +190,8 @@ var errDown = errors.New("storage down")
 func (failing) Get(context.Context, string) (string, bool, error)        { return "", false, errDown }
 func (failing) Set(context.Context, string, string, time.Duration) error { return errDown }
 func (failing) Delete(context.Context, string) error                     { return errDown }
-func (failing) Increment(context.Context, string, int64, time.Duration) (core.Counter, error) {
-	return core.Counter{}, errDown
+func (failing) Increment(context.Context, string, int64, time.Duration) (driver.Counter, error) {
+	return driver.Counter{}, errDown
 }
 
 func TestRateLimitStorageFailure(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	sluicegrpc "github.com/sluice-go/sluice/middleware/grpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -183,6 +183,6 @@ var errDown = errors.New("storage down")
 func (failing) Get(context.Context, string) (string, bool, error)        { return "", false, errDown }
 func (failing) Set(context.Context, string, string, time.Duration) error { return errDown }
 func (failing) Delete(context.Context, string) error                     { return errDown }
-func (failing) Increment(context.Context, string, int64, time.Duration) (core.Counter, error) {
-	return core.Counter{}, errDown
+func (failing) Increment(context.Context, string, int64, time.Duration) (driver.Counter, error) {
+	return driver.Counter{}, errDown
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	sluiceotel "github.com/sluice-go/sluice/observe/otel"
 )
@@ -23,52 +24,52 @@ type tripCounter struct {
 	*memory.Memory
 }
 
-func (a tripCounter) Create(ctx context.Context, t *core.Table, v []core.Assignment) (core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) Create(ctx context.Context, t *driver.Table, v []driver.Assignment) (driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.Create(ctx, t, v)
 }
 
-func (a tripCounter) FindOne(ctx context.Context, t *core.Table, w []core.Where) (core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) FindOne(ctx context.Context, t *driver.Table, w []driver.Where) (driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.FindOne(ctx, t, w)
 }
 
-func (a tripCounter) FindMany(ctx context.Context, t *core.Table, w []core.Where, o core.FindOptions) ([]core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) FindMany(ctx context.Context, t *driver.Table, w []driver.Where, o driver.FindOptions) ([]driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.FindMany(ctx, t, w, o)
 }
 
-func (a tripCounter) Update(ctx context.Context, t *core.Table, w []core.Where, s []core.Assignment) (core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) Update(ctx context.Context, t *driver.Table, w []driver.Where, s []driver.Assignment) (driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.Update(ctx, t, w, s)
 }
 
-func (a tripCounter) UpdateMany(ctx context.Context, t *core.Table, w []core.Where, s []core.Assignment) (int64, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) UpdateMany(ctx context.Context, t *driver.Table, w []driver.Where, s []driver.Assignment) (int64, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.UpdateMany(ctx, t, w, s)
 }
 
-func (a tripCounter) Delete(ctx context.Context, t *core.Table, w []core.Where) (bool, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) Delete(ctx context.Context, t *driver.Table, w []driver.Where) (bool, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.Delete(ctx, t, w)
 }
 
-func (a tripCounter) DeleteMany(ctx context.Context, t *core.Table, w []core.Where) (int64, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) DeleteMany(ctx context.Context, t *driver.Table, w []driver.Where) (int64, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.DeleteMany(ctx, t, w)
 }
 
-func (a tripCounter) Count(ctx context.Context, t *core.Table, w []core.Where) (int64, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) Count(ctx context.Context, t *driver.Table, w []driver.Where) (int64, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.Count(ctx, t, w)
 }
 
-func (a tripCounter) IncrementOne(ctx context.Context, t *core.Table, w []core.Where, inc []core.Delta, s []core.Assignment) (core.Record, error) {
-	core.AddRoundTrips(ctx, 1)
+func (a tripCounter) IncrementOne(ctx context.Context, t *driver.Table, w []driver.Where, inc []driver.Delta, s []driver.Assignment) (driver.Record, error) {
+	driver.AddRoundTrips(ctx, 1)
 	return a.Memory.IncrementOne(ctx, t, w, inc, s)
 }
 
-func (a tripCounter) Transaction(context.Context, func(context.Context, core.Adapter) error) error {
+func (a tripCounter) Transaction(context.Context, func(context.Context, driver.Adapter) error) error {
 	return errors.New("tripCounter: no transactions")
 }
 

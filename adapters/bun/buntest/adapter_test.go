@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/go-sql-driver/mysql"
-	"github.com/sluice-go/sluice/adapters/bun"
+	sluicebun "github.com/sluice-go/sluice/adapters/bun"
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
 	"github.com/uptrace/bun/dialect/pgdialect"
@@ -32,14 +33,14 @@ func eachTarget(t *testing.T, fn func(t *testing.T, f *adaptertest.Fixture)) {
 
 func bunDB(t *testing.T, f *adaptertest.Fixture) *bun.DB {
 	t.Helper()
-	db, ok := f.Adapter.(core.Unwrapper).Unwrap().(*bun.DB)
+	db, ok := f.Adapter.(driver.Unwrapper).Unwrap().(*bun.DB)
 	if !ok {
-		t.Fatalf("Unwrap returned %T, want *bun.DB", f.Adapter.(core.Unwrapper).Unwrap())
+		t.Fatalf("Unwrap returned %T, want *bun.DB", f.Adapter.(driver.Unwrapper).Unwrap())
 	}
 	return db
 }
 
-func table(t *testing.T, f *adaptertest.Fixture, model string) *core.Table {
+func table(t *testing.T, f *adaptertest.Fixture, model string) *driver.Table {
 	t.Helper()
 	tb, ok := f.Schema.Table(model)
 	if !ok {
@@ -155,11 +156,11 @@ func TestInvalidStringsRefusedBeforeIO(t *testing.T) {
 	eachTarget(t, func(t *testing.T, f *adaptertest.Fixture) {
 		tb := table(t, f, counter)
 		for _, s := range []string{"a\xffb", "a\xfeb", "a\x00b", "\xed\xa0\x80"} {
-			_, err := f.Adapter.Create(f.Ctx, tb, []core.Assignment{{Column: "name", Value: s}})
+			_, err := f.Adapter.Create(f.Ctx, tb, []driver.Assignment{{Column: "name", Value: s}})
 			if !errors.Is(err, core.ErrInvalid) {
 				t.Errorf("Create(name = %q) = %v, want ErrInvalid", s, err)
 			}
-			_, err = f.Adapter.FindOne(f.Ctx, tb, []core.Where{core.Eq("name", s)})
+			_, err = f.Adapter.FindOne(f.Ctx, tb, []driver.Where{{Column: "name", Op: driver.OpEq, Value: s}})
 			if !errors.Is(err, core.ErrInvalid) {
 				t.Errorf("FindOne(name = %q) = %v, want ErrInvalid", s, err)
 			}
@@ -183,9 +184,9 @@ func TestUnwrap(t *testing.T) {
 			t.Fatalf("Unwrap = %v, want the *bun.DB given to New", a.Unwrap())
 		}
 		err = f.DB.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
-			btx, ok := tx.Adapter().(core.Unwrapper).Unwrap().(bun.Tx)
+			btx, ok := tx.Adapter().(driver.Unwrapper).Unwrap().(bun.Tx)
 			if !ok {
-				t.Fatalf("inside InTx Unwrap = %T, want bun.Tx", tx.Adapter().(core.Unwrapper).Unwrap())
+				t.Fatalf("inside InTx Unwrap = %T, want bun.Tx", tx.Adapter().(driver.Unwrapper).Unwrap())
 			}
 			// The bun.Tx is the transaction sluice's statements run in.
 			if _, err := tx.Create(ctx, counter, map[string]any{"name": "in-tx"}); err != nil {
@@ -256,12 +257,12 @@ func TestUserTransaction(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := db.Adapter().(core.Unwrapper).Unwrap(); got != bun.IDB(tx) {
+			if got := db.Adapter().(driver.Unwrapper).Unwrap(); got != bun.IDB(tx) {
 				t.Errorf("adapter on a user transaction unwraps to %v, want the caller's bun.Tx", got)
 			}
 			mustCreate(t, f, db, map[string]any{"name": "tx", "hits": 1})
 			err = db.InTx(f.Ctx, func(ctx context.Context, inner *core.DB) error {
-				if got := inner.Adapter().(core.Unwrapper).Unwrap(); got != bun.IDB(tx) {
+				if got := inner.Adapter().(driver.Unwrapper).Unwrap(); got != bun.IDB(tx) {
 					t.Errorf("InTx inside a user transaction unwraps to %v, want the caller's bun.Tx", got)
 				}
 				row, ok, err := inner.IncrementOne(ctx, core.IncrementRequest{Model: counter,
@@ -663,12 +664,12 @@ func TestConn(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := db.Adapter().(core.Unwrapper).Unwrap(); got != bun.IDB(conn) {
+		if got := db.Adapter().(driver.Unwrapper).Unwrap(); got != bun.IDB(conn) {
 			t.Errorf("Unwrap = %v, want the bun.Conn", got)
 		}
 		err = db.InTx(f.Ctx, func(ctx context.Context, tx *core.DB) error {
-			if _, ok := tx.Adapter().(core.Unwrapper).Unwrap().(bun.Tx); !ok {
-				t.Errorf("inside InTx Unwrap = %T, want bun.Tx", tx.Adapter().(core.Unwrapper).Unwrap())
+			if _, ok := tx.Adapter().(driver.Unwrapper).Unwrap().(bun.Tx); !ok {
+				t.Errorf("inside InTx Unwrap = %T, want bun.Tx", tx.Adapter().(driver.Unwrapper).Unwrap())
 			}
 			_, err := tx.Create(ctx, counter, map[string]any{"name": "on-conn"})
 			return err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/adapters/bun"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 	"github.com/uptrace/bun"
 )
@@ -51,7 +52,7 @@ type benchEnv struct {
 	raw    *sql.DB // bdb's pool, for the hand-written side
 	bdb    *bun.DB
 	db     *core.DB
-	table  *core.Table
+	table  *driver.Table
 	rawSQL string
 }
 

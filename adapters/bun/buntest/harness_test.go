@@ -12,6 +12,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/bun"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 	"github.com/uptrace/bun"
 	"github.com/uptrace/bun/dialect/mysqldialect"
@@ -89,7 +90,7 @@ func maker(tg func(t testing.TB) target) adaptertest.HarnessMaker {
 	}
 }
 
-func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.tg.open()
 	if err != nil {
 		return nil, err
@@ -108,9 +109,9 @@ func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter
 	return newAdapter(db)
 }
 
-// newAdapter is sluicebun.New as a core.Adapter (a nil *sluicesql.Adapter
+// newAdapter is sluicebun.New as a driver.Adapter (a nil *sluicesql.Adapter
 // must not become a non-nil interface).
-func newAdapter(db bun.IDB) (core.Adapter, error) {
+func newAdapter(db bun.IDB) (driver.Adapter, error) {
 	a, err := sluicebun.New(db)
 	if err != nil {
 		return nil, err
@@ -118,7 +119,7 @@ func newAdapter(db bun.IDB) (core.Adapter, error) {
 	return a, nil
 }
 
-func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.tg.open()
 	if err != nil {
 		return nil, err

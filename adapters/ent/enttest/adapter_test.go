@@ -16,6 +16,7 @@ import (
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 const counter = "counter"
@@ -118,8 +119,8 @@ func TestUnwrap(t *testing.T) {
 	if d.Unwrap() != debug || d.Dialect() != dialect.SQLite {
 		t.Errorf("New(debug driver): Unwrap() = %T, Dialect() = %q", d.Unwrap(), d.Dialect())
 	}
-	err = d.Transaction(e.ctx, func(ctx context.Context, tx core.Adapter) error {
-		if got, ok := tx.(core.Unwrapper).Unwrap().(*dialect.DebugTx); !ok {
+	err = d.Transaction(e.ctx, func(ctx context.Context, tx driver.Adapter) error {
+		if got, ok := tx.(driver.Unwrapper).Unwrap().(*dialect.DebugTx); !ok {
 			t.Errorf("Unwrap() in Transaction = %T, want the driver's transaction (*dialect.DebugTx)", got)
 		}
 		return nil
@@ -132,8 +133,8 @@ func TestUnwrap(t *testing.T) {
 	if got := a.WithTx(tx).Unwrap(); got != tx {
 		t.Errorf("WithTx(tx).Unwrap() = %T, want the transaction", got)
 	}
-	err = a.WithTx(tx).Transaction(e.ctx, func(ctx context.Context, inner core.Adapter) error {
-		if got := inner.(core.Unwrapper).Unwrap(); got != tx {
+	err = a.WithTx(tx).Transaction(e.ctx, func(ctx context.Context, inner driver.Adapter) error {
+		if got := inner.(driver.Unwrapper).Unwrap(); got != tx {
 			t.Errorf("Unwrap() in a savepoint of WithTx(tx) = %T, want the transaction", got)
 		}
 		return nil
@@ -455,7 +456,7 @@ func TestConflict(t *testing.T) {
 	})
 }
 
-// TestTimes checks that times go in as UTC (text in core.FormatTime on
+// TestTimes checks that times go in as UTC (text in driver.FormatTime on
 // SQLite), come back equal, and that range guards on them work.
 func TestTimes(t *testing.T) {
 	forEach(t, allBackends(), func(t *testing.T, e *env) {
@@ -481,7 +482,7 @@ func TestTimes(t *testing.T) {
 			}
 			rows.Close()
 			if raw != "2024-01-02T12:04:05.678Z" {
-				t.Errorf("SQLite stored %q, want core.FormatTime text", raw)
+				t.Errorf("SQLite stored %q, want driver.FormatTime text", raw)
 			}
 		}
 	})

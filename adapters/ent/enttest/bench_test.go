@@ -17,6 +17,7 @@ import (
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -70,7 +71,7 @@ type benchDB struct {
 	be    backend
 	pool  *sql.DB
 	db    *core.DB
-	table *core.Table
+	table *driver.Table
 	keys  []string
 	raw   func(ctx context.Context, key string, now int64) (int64, error)
 }

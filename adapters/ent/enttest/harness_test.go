@@ -19,6 +19,7 @@ import (
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -110,7 +111,7 @@ func (h *harness) pool() (*entsql.Driver, error) {
 	return drv, nil
 }
 
-func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	drv, err := h.pool()
 	if err != nil {
 		return nil, err
@@ -130,7 +131,7 @@ func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter
 	return sluiceent.New(drv)
 }
 
-func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	drv, err := h.pool()
 	if err != nil {
 		return nil, err
@@ -215,7 +216,7 @@ func newEnv(t *testing.T, b backend) *env {
 }
 
 // table returns the physical table of a model.
-func (e *env) table(t testing.TB, model string) *core.Table {
+func (e *env) table(t testing.TB, model string) *driver.Table {
 	tb, ok := e.schema.Table(model)
 	if !ok {
 		t.Fatalf("no model %q", model)

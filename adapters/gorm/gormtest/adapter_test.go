@@ -203,7 +203,7 @@ func TestUnwrap(t *testing.T) {
 	})
 }
 
-// SQLite has no time type: times are stored as core.FormatTime text, so
+// SQLite has no time type: times are stored as driver.FormatTime text, so
 // that text order is time order, whatever zone the caller used.
 func TestSQLiteStoresTimesAsFormatTimeText(t *testing.T) {
 	b := backends()[0]

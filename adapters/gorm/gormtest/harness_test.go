@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/adapters/gorm/sqlitegorm"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 	"gorm.io/driver/mysql"
 	"gorm.io/driver/postgres"
@@ -130,7 +131,7 @@ func (h *harness) open() (*gorm.DB, error) {
 	return db, nil
 }
 
-func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.open()
 	if err != nil {
 		return nil, err
@@ -148,7 +149,7 @@ func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter
 	return sluicegorm.New(db)
 }
 
-func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	db, err := h.open()
 	if err != nil {
 		return nil, err
@@ -177,11 +178,11 @@ func (h *harness) Close() {
 }
 
 // gormOf returns the *gorm.DB behind a fixture's adapter.
-func gormOf(t *testing.T, a core.Adapter) *gorm.DB {
+func gormOf(t *testing.T, a driver.Adapter) *gorm.DB {
 	t.Helper()
-	u, ok := a.(core.Unwrapper)
+	u, ok := a.(driver.Unwrapper)
 	if !ok {
-		t.Fatalf("%T does not implement core.Unwrapper", a)
+		t.Fatalf("%T does not implement driver.Unwrapper", a)
 	}
 	db, ok := u.Unwrap().(*gorm.DB)
 	if !ok {

@@ -12,7 +12,7 @@ import (
 
 // TestValueIncrementOnMySQL: on MySQL, gorm's results carry the last
 // insert id, so an increment that answers with the value is one UPDATE
-// (core.ValueIncrementer), on gorm's direct path and through its callback
+// (driver.ValueIncrementer), on gorm's direct path and through its callback
 // chain alike, and right either way. A raw callback replaced by one that
 // does not keep the driver's result leaves the value unknown: that call
 // fails, saying the row was incremented, and later calls take

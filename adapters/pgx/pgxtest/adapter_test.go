@@ -17,6 +17,7 @@ import (
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 const counter = "counter"
@@ -264,7 +265,7 @@ func TestUserTransaction(t *testing.T) {
 		mustNoErr(t, err)
 		txdb, err := sluicepgx.Open(e.ctx, tx, core.WithSchema(e.schema))
 		mustNoErr(t, err)
-		if got := txdb.Adapter().(core.Unwrapper).Unwrap(); got != tx {
+		if got := txdb.Adapter().(driver.Unwrapper).Unwrap(); got != tx {
 			t.Errorf("Unwrap() in the caller's transaction = %T, want the pgx.Tx", got)
 		}
 		_, ok, err := txdb.IncrementOne(e.ctx, core.IncrementRequest{Model: counter, Where: where, Increment: map[string]int64{"hits": 1}})
@@ -277,7 +278,7 @@ func TestUserTransaction(t *testing.T) {
 		})
 		mustNoErr(t, err)
 		err = txdb.InTx(e.ctx, func(ctx context.Context, inner *core.DB) error {
-			if got := inner.Adapter().(core.Unwrapper).Unwrap(); got != tx {
+			if got := inner.Adapter().(driver.Unwrapper).Unwrap(); got != tx {
 				t.Errorf("Unwrap() in a savepoint of the caller's transaction = %T, want the pgx.Tx", got)
 			}
 			if _, err := inner.Create(ctx, counter, map[string]any{"name": "undone"}); err != nil {
@@ -315,8 +316,8 @@ func TestUserTransaction(t *testing.T) {
 func TestNestedRollback(t *testing.T) {
 	e := newEnv(t)
 	err := e.db.InTx(e.ctx, func(ctx context.Context, tx *core.DB) error {
-		if got, ok := tx.Adapter().(core.Unwrapper).Unwrap().(pgx.Tx); !ok || got == nil {
-			t.Errorf("Unwrap() in sluice's transaction = %T, want a pgx.Tx", tx.Adapter().(core.Unwrapper).Unwrap())
+		if got, ok := tx.Adapter().(driver.Unwrapper).Unwrap().(pgx.Tx); !ok || got == nil {
+			t.Errorf("Unwrap() in sluice's transaction = %T, want a pgx.Tx", tx.Adapter().(driver.Unwrapper).Unwrap())
 		}
 		if _, err := tx.Create(ctx, counter, map[string]any{"name": "outer"}); err != nil {
 			return err
@@ -346,7 +347,7 @@ func TestNestedRollback(t *testing.T) {
 	if !errors.Is(err, errTest) || e.count(t, "gone") != 0 {
 		t.Errorf("failing InTx = %v and left %d rows; want the function's error and 0", err, e.count(t, "gone"))
 	}
-	if got := e.db.Adapter().(core.Unwrapper).Unwrap(); got != e.pool {
+	if got := e.db.Adapter().(driver.Unwrapper).Unwrap(); got != e.pool {
 		t.Errorf("Unwrap() = %T, want the pool", got)
 	}
 }
@@ -377,7 +378,7 @@ func TestConn(t *testing.T) {
 	if !errors.Is(err, core.ErrConflict) || !errors.As(err, &pgErr) || pgErr.SQLState() != "23505" {
 		t.Errorf("Update to a taken slot = %v, want ErrConflict keeping pgx's PgError 23505", err)
 	}
-	if db.Adapter().(core.Unwrapper).Unwrap() != conn {
+	if db.Adapter().(driver.Unwrapper).Unwrap() != conn {
 		t.Error("Unwrap() is not the conn")
 	}
 }

@@ -14,6 +14,7 @@ import (
 	sluicepgx "github.com/sluice-go/sluice/adapters/pgx"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -55,7 +56,7 @@ func (h *harness) pool(ctx context.Context) (*pgxpool.Pool, error) {
 	return p, nil
 }
 
-func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	p, err := h.pool(ctx)
 	if err != nil {
 		return nil, err
@@ -75,7 +76,7 @@ func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter
 	return sluicepgx.New(ctx, p)
 }
 
-func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	p, err := h.pool(ctx)
 	if err != nil {
 		return nil, err

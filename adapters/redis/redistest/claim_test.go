@@ -15,6 +15,7 @@ import (
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // base is the clock's origin in the differential tests: epoch ms in 2027,
@@ -44,7 +45,7 @@ func newPair(t *testing.T) *pair {
 func (p *pair) store(key, raw string) {
 	p.t.Helper()
 	ctx := context.Background()
-	if err := p.redis.(core.SecondaryStorage).Set(ctx, key, raw, 0); err != nil {
+	if err := p.redis.(driver.SecondaryStorage).Set(ctx, key, raw, 0); err != nil {
 		p.t.Fatal(err)
 	}
 	if err := p.mem.Set(ctx, key, raw, 0); err != nil {

@@ -11,7 +11,7 @@ import (
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // redisHarness gives adaptertest's storage suite storages on one kind of
@@ -27,7 +27,7 @@ type redisHarness struct {
 	each    func(func(*redis.Client)) // the first client's servers
 }
 
-func (h *redisHarness) storage() (core.SecondaryStorage, error) {
+func (h *redisHarness) storage() (driver.SecondaryStorage, error) {
 	c, each := h.kind.make(h.t)
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -38,11 +38,11 @@ func (h *redisHarness) storage() (core.SecondaryStorage, error) {
 	return sluiceredis.New(c, sluiceredis.WithPrefix(h.prefix))
 }
 
-func (h *redisHarness) MakeStorage(context.Context) (core.SecondaryStorage, error) {
+func (h *redisHarness) MakeStorage(context.Context) (driver.SecondaryStorage, error) {
 	return h.storage()
 }
 
-func (h *redisHarness) MakePeer(context.Context) (core.SecondaryStorage, error) {
+func (h *redisHarness) MakePeer(context.Context) (driver.SecondaryStorage, error) {
 	return h.storage()
 }
 

@@ -9,7 +9,7 @@ import (
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -19,7 +19,7 @@ var gcraT0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 // gcraRace releases 64 goroutines over the servers, each with its own GCRA
 // limiter on a clock at `at`, on key with 10 per minute (T = 6 s), and
 // returns how many were admitted.
-func gcraRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) core.SecondaryStorage, key string, at time.Duration) int64 {
+func gcraRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) driver.SecondaryStorage, key string, at time.Duration) int64 {
 	t.Helper()
 	now := func() time.Time { return gcraT0.Add(at) }
 	var limiters []*ratelimit.Limiter
@@ -133,7 +133,7 @@ func (r readThenWriteTAT) AdvanceTAT(ctx context.Context, key string, now, inc, 
 // TestGCRARaceCatchesNonAtomic proves TestGCRARace can fail.
 func TestGCRARaceCatchesNonAtomic(t *testing.T) {
 	b := newBarrier(64)
-	got := gcraRace(t, servers(t, 4), func(s *sluiceredis.Storage) core.SecondaryStorage { return readThenWriteTAT{s, b} }, "g", 0)
+	got := gcraRace(t, servers(t, 4), func(s *sluiceredis.Storage) driver.SecondaryStorage { return readThenWriteTAT{s, b} }, "g", 0)
 	t.Logf("the read-then-write GCRA admitted %d of 64 with max 10", got)
 	if got <= 10 {
 		t.Fatalf("the read-then-write GCRA admitted %d of 64 with max 10; the race should have let more through", got)

@@ -8,7 +8,7 @@ import (
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // TestProcesses races the Redis-backed limiter and storage-only API keys
@@ -20,7 +20,7 @@ func TestProcessChild(t *testing.T) { adaptertest.ProcessChild(t, processTarget)
 var processTarget = adaptertest.ProcessTarget{
 	Name: "redis",
 	Addr: adaptertest.RedisAddr,
-	OpenStorage: func(_ context.Context, addr, prefix string) (core.SecondaryStorage, func(), error) {
+	OpenStorage: func(_ context.Context, addr, prefix string) (driver.SecondaryStorage, func(), error) {
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		s, err := sluiceredis.New(c, sluiceredis.WithPrefix(prefix))
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -75,23 +75,23 @@ type readThenWriteCounter struct {
 	b *barrier
 }
 
-func (c readThenWriteCounter) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (core.Counter, bool, error) {
+func (c readThenWriteCounter) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (driver.Counter, bool, error) {
 	v, _, err := c.Get(ctx, key)
 	c.b.wait()
 	if err != nil {
-		return core.Counter{}, false, err
+		return driver.Counter{}, false, err
 	}
 	var n int64
 	fmt.Sscan(v, &n)
 	if n+by > max {
-		return core.Counter{Value: n, TTL: ttl}, false, nil
+		return driver.Counter{Value: n, TTL: ttl}, false, nil
 	}
-	return core.Counter{Value: n + by, TTL: ttl}, true, c.Set(ctx, key, fmt.Sprint(n+by), ttl)
+	return driver.Counter{Value: n + by, TTL: ttl}, true, c.Set(ctx, key, fmt.Sprint(n+by), ttl)
 }
 
 // limiterRace releases 64 goroutines over 4 servers, each with its own
 // limiter, on one fresh key with max 10, and returns how many were admitted.
-func limiterRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) core.SecondaryStorage) int64 {
+func limiterRace(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) driver.SecondaryStorage) int64 {
 	t.Helper()
 	var limiters []*ratelimit.Limiter
 	for _, s := range stores {
@@ -133,7 +133,7 @@ func TestLimiterRace(t *testing.T) {
 // same race on a read-then-write counter admits more than 10.
 func TestLimiterRaceCatchesNonAtomic(t *testing.T) {
 	b := newBarrier(64)
-	got := limiterRace(t, servers(t, 4), func(s *sluiceredis.Storage) core.SecondaryStorage { return readThenWriteCounter{s, b} })
+	got := limiterRace(t, servers(t, 4), func(s *sluiceredis.Storage) driver.SecondaryStorage { return readThenWriteCounter{s, b} })
 	t.Logf("the read-then-write counter admitted %d of 64 with max 10", got)
 	if got <= 10 {
 		t.Fatalf("the read-then-write counter admitted %d of 64 with max 10; the race should have let more through", got)
@@ -141,4 +141,4 @@ func TestLimiterRaceCatchesNonAtomic(t *testing.T) {
 }
 
 // same runs a race on the storage itself.
-func same(s *sluiceredis.Storage) core.SecondaryStorage { return s }
+func same(s *sluiceredis.Storage) driver.SecondaryStorage { return s }

@@ -9,7 +9,7 @@ import (
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -20,7 +20,7 @@ var slidingRule = ratelimit.Rule{Window: time.Minute, Max: 10}
 
 // slidingLimiters returns one SlidingWindow limiter per server, on a clock
 // at `at` since slidingT0.
-func slidingLimiters(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) core.SecondaryStorage, at *atomic.Int64) []*ratelimit.Limiter {
+func slidingLimiters(t *testing.T, stores []*sluiceredis.Storage, wrap func(*sluiceredis.Storage) driver.SecondaryStorage, at *atomic.Int64) []*ratelimit.Limiter {
 	t.Helper()
 	now := func() time.Time { return slidingT0.Add(time.Duration(at.Load())) }
 	var limiters []*ratelimit.Limiter
@@ -89,7 +89,7 @@ func TestSlidingRaceCatchesNonAtomic(t *testing.T) {
 	var at atomic.Int64
 	unguarded := func() []*ratelimit.Limiter {
 		b := newBarrier(64) // shared by the servers: all 64 callers read before any writes
-		return slidingLimiters(t, stores, func(s *sluiceredis.Storage) core.SecondaryStorage { return readThenWriteCounter{s, b} }, &at)
+		return slidingLimiters(t, stores, func(s *sluiceredis.Storage) driver.SecondaryStorage { return readThenWriteCounter{s, b} }, &at)
 	}
 	at.Store(int64(10 * time.Second))
 	fresh := slidingBurst(t, unguarded(), "fresh")

@@ -17,6 +17,7 @@ import (
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -107,7 +108,7 @@ func (h *harness) pool(ctx context.Context) (*sluicesql.Adapter, *sql.DB, error)
 	return a, db, err
 }
 
-func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	a, db, err := h.pool(ctx)
 	if err != nil {
 		return nil, err
@@ -127,7 +128,7 @@ func (h *harness) MakeAdapter(ctx context.Context, s *core.Schema) (core.Adapter
 	return a, nil
 }
 
-func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (core.Adapter, error) {
+func (h *harness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
 	a, _, err := h.pool(ctx)
 	return a, err
 }
@@ -209,7 +210,7 @@ func newEnv(t testing.TB, b backend) *env {
 	return &env{b: b, dsn: dsn, sqldb: sqldb, a: a, schema: s, db: db, ctx: ctx}
 }
 
-func (e *env) table(t testing.TB, model string) *core.Table {
+func (e *env) table(t testing.TB, model string) *driver.Table {
 	tb, ok := e.schema.Table(model)
 	if !ok {
 		t.Fatalf("no model %q", model)

@@ -7,10 +7,11 @@ import (
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-// The engine counts every statement it sends under core.WithRoundTrips:
+// The engine counts every statement it sends under driver.WithRoundTrips:
 // an IncrementOne is one statement where UPDATE … RETURNING exists and
 // two on MySQL (read, then the write guarded on the row as read); a
 // transaction adds its BEGIN and COMMIT.
@@ -19,7 +20,7 @@ func TestEngineCountsRoundTrips(t *testing.T) {
 		if _, err := e.db.Create(e.ctx, core.ModelRateLimit, map[string]any{"key": "k", "count": 0, "lastRequest": 1}); err != nil {
 			t.Fatal(err)
 		}
-		ctx, trips := core.WithRoundTrips(e.ctx)
+		ctx, trips := driver.WithRoundTrips(e.ctx)
 		if _, ok, err := e.db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
 			Where: []core.Where{core.Eq("key", "k")}, Increment: map[string]int64{"count": 1}}); err != nil || !ok {
 			t.Fatalf("IncrementOne: %v %v", ok, err)
@@ -31,7 +32,7 @@ func TestEngineCountsRoundTrips(t *testing.T) {
 		if got := trips.Count(); got != want {
 			t.Errorf("IncrementOne: %d round trips, want %d", got, want)
 		}
-		ctx, trips = core.WithRoundTrips(e.ctx)
+		ctx, trips = driver.WithRoundTrips(e.ctx)
 		if err := e.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 			_, _, err := tx.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "k"))
 			return err

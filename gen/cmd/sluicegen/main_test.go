@@ -102,17 +102,17 @@ func TestDiffSQLite(t *testing.T) {
 	}
 	s := core.MustSchema(core.Naming{})
 	ak, _ := s.Table(core.ModelAPIKey)
-	createAPIKey, err := gen.SQLite.CreateTable(s, ak)
+	createAPIKey, err := gen.SQLite.CreateTable(s.Tables(), ak)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rk, _ := s.Table(core.ModelRerolledKey)
-	createRerolled, err := gen.SQLite.CreateTable(s, rk)
+	createRerolled, err := gen.SQLite.CreateTable(s.Tables(), rk)
 	if err != nil {
 		t.Fatal(err)
 	}
 	kl, _ := s.Table(core.ModelAPIKeyLimit)
-	createLimits, err := gen.SQLite.CreateTable(s, kl)
+	createLimits, err := gen.SQLite.CreateTable(s.Tables(), kl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	entgen "entgo.io/ent/entc/gen"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 	"github.com/sluice-go/sluice/gen/proof/testenv"
 
@@ -60,7 +61,7 @@ func TestEntAcceptsEveryNaming(t *testing.T) {
 		}
 		s, _ := cfg.Schema()
 		for _, n := range graph.Nodes {
-			var table *core.Table
+			var table *driver.Table
 			for _, tb := range s.Tables() {
 				if strings.EqualFold(tb.Model, n.Name) {
 					table = tb

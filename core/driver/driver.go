@@ -1,10 +1,10 @@
-package core
+package driver
 
 import "context"
 
 // Record is a row as an adapter returns it: physical column name → value in
 // whatever form the driver produced (int32, []byte, a time as text, ...).
-// [DB] converts it into a typed [Row] keyed by logical field names.
+// core.DB converts it into a typed core.Row keyed by logical field names.
 type Record map[string]any
 
 // Assignment sets a column to a value.
@@ -19,9 +19,8 @@ type Delta struct {
 	By     int64
 }
 
-// FindOptions orders and pages FindMany. At the [DB] level SortBy is a
-// logical field; at the [Adapter] level it is a column name. Without SortBy
-// rows come in primary-key order.
+// FindOptions orders and pages [Adapter.FindMany]. SortBy is a column
+// name; without it rows come in primary-key order.
 type FindOptions struct {
 	Limit  int // 0 means no limit
 	Offset int
@@ -29,7 +28,7 @@ type FindOptions struct {
 	Desc   bool
 }
 
-// Adapter is the contract every storage implements. [DB] validates and
+// Adapter is the contract every storage implements. core.DB validates and
 // normalises every request before an adapter sees it: names are physical,
 // values are int64, string, bool, UTC time.Time truncated to the millisecond,
 // or nil, and where clauses are well formed. The where clauses are joined by
@@ -69,17 +68,17 @@ type Adapter interface {
 // after the write, or nil when the guard selected nothing. When several rows
 // match, exactly one changes.
 //
-// When an adapter does not implement Incrementer, [DB] emulates IncrementOne
+// When an adapter does not implement Incrementer, core.DB emulates IncrementOne
 // with the adapter's [Transactor]: read one matching row, then update it by
 // primary key, guarded on the original where plus each incremented column
 // equal to the value read. A lost race rolls back and retries after a random
 // pause (full jitter, the cap doubling from 1 ms up to 32 ms), for at most
-// [FallbackAttempts] transactions in all, then fails with [ErrContention]:
-// one call pauses for at most [FallbackMaxWait] (about 3 s) on top of its
+// core.FallbackAttempts transactions in all, then fails with [ErrContention]:
+// one call pauses for at most core.FallbackMaxWait (about 3 s) on top of its
 // transactions, enough for a loser to outlast a burst of 64 callers on one
 // row. The context cuts it short: no pause or new attempt outlasts ctx, and
 // a call that ctx ends returns ctx's error, not ErrContention. An adapter
-// with neither interface is refused by [New].
+// with neither interface is refused by core.New.
 type Incrementer interface {
 	IncrementOne(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error)
 }
@@ -89,7 +88,7 @@ type Incrementer interface {
 // returns an error the transaction rolls back and Transaction returns it.
 // The transaction adapter may implement [Incrementer] too.
 //
-// Without Transactor, [DB.InTx] fails with [ErrUnsupported] and
+// Without Transactor, core.DB.InTx fails with [ErrUnsupported] and
 // IncrementOne needs a native [Incrementer].
 type Transactor interface {
 	Transaction(ctx context.Context, fn func(ctx context.Context, tx Adapter) error) error
@@ -107,8 +106,58 @@ type Unwrapper interface {
 // unique index on each field the schema marks
 // Unique (without it, two concurrent first requests can each insert a
 // counter for the same key), or a comparison that ignores trailing spaces
-// on such a field (then two keys share one row). [DB.CheckSchema] runs it;
+// on such a field (then two keys share one row). core.DB.CheckSchema runs it;
 // adapters without it are taken as sound.
 type SchemaChecker interface {
 	CheckSchema(ctx context.Context, t *Table) error
+}
+
+// ValueIncrementer is implemented by adapters that can run an IncrementOne
+// whose one delta is on a non-nullable column and answer with that
+// column's value after the write rather than the whole row. On MySQL and
+// MariaDB, where no UPDATE returns rows, that is one statement and one
+// round trip, where the whole row takes a transaction.
+//
+// IncrementValue has IncrementOne's contract (see [Incrementer]: one
+// atomic write to at most one row chosen by where, during which where
+// still holds; overflow fails with [ErrInvalid] and writes nothing;
+// deadlock victims retried) for the deltas {inc} and the assignments set,
+// and returns inc.Column's value as stored after the write, with ok ==
+// false when the guard selected nothing. core.DB calls it only with
+// inc.By != 0 and a non-nullable column.
+//
+// ValueIncrementSaves reports whether IncrementValue takes fewer round
+// trips than IncrementOne on the adapter's connection (the SQL engine: on
+// MySQL, one statement instead of a transaction when the driver reports
+// last insert ids; on PostgreSQL and SQLite no, both are one statement,
+// though IncrementValue returns one column instead of the row). It is what
+// core.DB.NativeValueIncrement reports, by which callers choose a path that
+// trades a read for fewer round trips.
+type ValueIncrementer interface {
+	IncrementValue(ctx context.Context, t *Table, where []Where, inc Delta, set []Assignment) (value int64, ok bool, err error)
+	ValueIncrementSaves() bool
+}
+
+// RecordOwner is implemented by an adapter whose records are new maps that
+// nothing else refers to once returned, such as maps made for each row it
+// reads. core.DB then turns each record into its core.Row in place, keyed by
+// field names and typed, instead of copying it into a new map. An adapter
+// that hands out maps it keeps (a cache, an in-memory table) must not
+// implement it, or must return false.
+type RecordOwner interface {
+	// RecordsOwned reports whether every record the adapter returns is the
+	// caller's to modify.
+	RecordsOwned() bool
+}
+
+// TableCreator is implemented by adapters that can create the tables they
+// run on. CreateTables creates those of tables that are missing, each
+// with every index its fields declare (Unique, Index). It
+// leaves existing tables alone: it never alters or drops one, nor adds an
+// index to one, so a table made by other DDL keeps its shape and its rows
+// (core.DB.CreateTables reports what such a table lacks). It is safe to call
+// at every start and from several processes at once: a process that finds
+// a table created by another since it looked counts it as created.
+type TableCreator interface {
+	CreateTables(ctx context.Context, tables []*Table) error
 }
