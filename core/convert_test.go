@@ -274,27 +274,6 @@ func TestConvertWhereValues(t *testing.T) {
 	}
 }
 
-func TestParseAndFormatTime(t *testing.T) {
-	at := time.Date(2026, 12, 31, 23, 59, 59, 999_999_999, time.FixedZone("X", 5*3600))
-	if got := driver.FormatTime(at); got != "2026-12-31T18:59:59.999Z" {
-		t.Errorf("FormatTime = %q", got)
-	}
-	// Text order is time order, which the SQLite adapters rely on.
-	early, late := driver.FormatTime(time.UnixMilli(999)), driver.FormatTime(time.UnixMilli(1000))
-	if !(early < late) || len(early) != len(late) {
-		t.Errorf("FormatTime is not fixed-width and ordered: %q, %q", early, late)
-	}
-	back, err := driver.ParseTime(driver.FormatTime(at))
-	if err != nil || !back.Equal(at.Truncate(time.Millisecond)) || back.Location() != time.UTC {
-		t.Errorf("ParseTime(driver.FormatTime) = %v, %v", back, err)
-	}
-	for _, bad := range []any{"", "2026-13-01", struct{}{}, 1.5} {
-		if _, err := driver.ParseTime(bad); err == nil {
-			t.Errorf("ParseTime(%#v) succeeded", bad)
-		}
-	}
-}
-
 func TestRowAccessors(t *testing.T) {
 	at := time.UnixMilli(5).UTC()
 	r := core.Row{"n": int64(3), "s": "x", "b": true, "t": at, "null": nil}
