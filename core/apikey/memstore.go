@@ -4,36 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
-	"sync"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
+
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// MemoryStore is an in-process [driver.SecondaryStorage] that also implements
-// [Claimer] (and [Rerollable]) and [Indexer], for storage-only mode in tests
-// and single-process services. One mutex guards everything, which makes each claim atomic.
+// MemoryStore is core/memory's Storage (a [driver.SecondaryStorage] with
+// sets, so also an [Indexer]) that also implements [Claimer] (and
+// [Rerollable] and [OwnerSharing]), for storage-only mode in tests and
+// single-process services. A claim reads and writes the key and its
+// owner's record in one [memory.Storage.Update], under their shards' locks,
+// which makes it atomic.
 type MemoryStore struct {
-	mu     sync.Mutex
-	clock  func() time.Time
-	values map[string]memValue
-	sets   map[string]map[string]struct{}
-}
-
-type memValue struct {
-	v       string
-	expires time.Time // zero: never
+	*memory.Storage
 }
 
 // NewMemoryStore returns an empty store. clock drives expiry; nil means
-// time.Now.
+// the monotonic clock.
 func NewMemoryStore(clock func() time.Time) *MemoryStore {
-	if clock == nil {
-		clock = time.Now
-	}
-	return &MemoryStore{clock: clock, values: map[string]memValue{}, sets: map[string]map[string]struct{}{}}
+	return &MemoryStore{memory.NewStorage(memory.WithClock(clock))}
 }
 
 var (
@@ -48,210 +39,90 @@ var (
 func (s *MemoryStore) ClaimChecksHash() {}
 
 // ClaimSharesOwnerLimits declares that Claim applies [ClaimRequest.Owner],
-// which it does by reading the owner's record under the same lock.
+// which it does by reading the owner's record in the same update.
 func (s *MemoryStore) ClaimSharesOwnerLimits() {}
 
-// get returns a live value; the caller holds mu.
-func (s *MemoryStore) get(key string) (memValue, bool) {
-	v, ok := s.values[key]
-	if ok && !v.expires.IsZero() && !s.clock().Before(v.expires) {
-		delete(s.values, key)
-		return memValue{}, false
-	}
-	return v, ok
-}
-
-// Get returns the value at key.
-func (s *MemoryStore) Get(ctx context.Context, key string) (string, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return "", false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.get(key)
-	return v.v, ok, nil
-}
-
-// Set stores value at key; ttl 0 means no expiry.
-func (s *MemoryStore) Set(ctx context.Context, key, value string, ttl time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if ttl < 0 {
-		return fmt.Errorf("apikey: MemoryStore.Set: %w: negative ttl %v", core.ErrInvalid, ttl)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v := memValue{v: value}
-	if ttl > 0 {
-		v.expires = s.clock().Add(ttl)
-	}
-	s.values[key] = v
-	return nil
-}
-
-// Delete removes key.
-func (s *MemoryStore) Delete(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.values, key)
-	return nil
-}
-
-// Increment adds by to the counter at key, creating it with expiry ttl;
-// an existing counter keeps its expiry.
-func (s *MemoryStore) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
-	if err := ctx.Err(); err != nil {
-		return driver.Counter{}, err
-	}
-	if ttl <= 0 {
-		return driver.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %w: ttl %v must be positive", core.ErrInvalid, ttl)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.get(key)
-	var n int64
-	if ok {
-		var err error
-		if n, err = strconv.ParseInt(v.v, 10, 64); err != nil {
-			return driver.Counter{}, fmt.Errorf("apikey: MemoryStore.Increment: %q holds %q, not a counter", key, v.v)
-		}
-	} else {
-		v.expires = s.clock().Add(ttl)
-	}
-	n += by
-	v.v = fmt.Sprint(n)
-	s.values[key] = v
-	var left time.Duration // 0: a value set without expiry keeps none
-	if !v.expires.IsZero() {
-		left = v.expires.Sub(s.clock())
-	}
-	return driver.Counter{Value: n, TTL: left}, nil
-}
-
 // Claim applies [ApplyClaim] to the key stored at key, and to the owner's
-// record at req.Owner, under the store's lock.
+// record at req.Owner, in one atomic update.
 func (s *MemoryStore) Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error) {
-	if err := ctx.Err(); err != nil {
-		return ClaimResult{}, err
+	keys := []string{key}
+	if req.Owner != "" && req.Owner != key && len(req.Limits) > 0 {
+		keys = append(keys, req.Owner)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.get(key)
-	if !ok {
-		return ClaimResult{}, nil
-	}
-	var k StoredKey
-	if err := json.Unmarshal([]byte(v.v), &k); err != nil {
-		return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", key, err)
-	}
-	var owner *StoredKey
-	var ov memValue
-	if req.Owner != "" && len(req.Limits) > 0 {
-		var found bool
-		if ov, found = s.get(req.Owner); found {
+	var res ClaimResult
+	err := s.Update(ctx, keys, func(values []string, found []bool) ([]bool, error) {
+		if !found[0] {
+			return nil, nil
+		}
+		var k StoredKey
+		if err := json.Unmarshal([]byte(values[0]), &k); err != nil {
+			return nil, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", key, err)
+		}
+		var owner *StoredKey
+		if len(keys) > 1 && found[1] {
 			owner = new(StoredKey)
-			if err := json.Unmarshal([]byte(ov.v), owner); err != nil {
-				return ClaimResult{}, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", req.Owner, err)
+			if err := json.Unmarshal([]byte(values[1]), owner); err != nil {
+				return nil, fmt.Errorf("apikey: MemoryStore.Claim: %q: %w", req.Owner, err)
 			}
 		}
-	}
-	res := ApplyClaim(&k, owner, req)
-	if res.Code == "" && req.Cost > 0 {
+		res = ApplyClaim(&k, owner, req)
+		if res.Code != "" || req.Cost <= 0 {
+			return nil, nil
+		}
 		b, err := json.Marshal(&k)
 		if err != nil {
-			return ClaimResult{}, err
+			return nil, err
 		}
+		values[0] = string(b)
+		write := []bool{true, false}
 		if owner != nil { // rewritten as is when none of its limits was spent
 			ob, err := json.Marshal(owner)
 			if err != nil {
-				return ClaimResult{}, err
+				return nil, err
 			}
-			ov.v = string(ob)
-			s.values[req.Owner] = ov
+			values[1], write[1] = string(ob), true
 		}
-		v.v = string(b)
-		s.values[key] = v
+		return write, nil
+	})
+	if err != nil {
+		return ClaimResult{}, err
 	}
 	return res, nil
 }
 
-// Patch merges fields into the key stored at key, under the store's lock.
+// Patch merges fields into the key stored at key, in one atomic update.
 func (s *MemoryStore) Patch(ctx context.Context, key string, fields map[string]any) (StoredKey, bool, error) {
-	if err := ctx.Err(); err != nil {
-		return StoredKey{}, false, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	v, ok := s.get(key)
-	if !ok {
-		return StoredKey{}, false, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(v.v), &obj); err != nil {
-		return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: %q: %w", key, err)
-	}
-	for f, val := range fields {
-		b, err := json.Marshal(val)
-		if err != nil {
-			return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: field %q: %w", f, err)
+	var (
+		after StoredKey
+		ok    bool
+	)
+	err := s.Update(ctx, []string{key}, func(values []string, found []bool) ([]bool, error) {
+		if !found[0] {
+			return nil, nil
 		}
-		obj[f] = b
-	}
-	b, err := json.Marshal(obj)
-	if err != nil {
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(values[0]), &obj); err != nil {
+			return nil, fmt.Errorf("apikey: MemoryStore.Patch: %q: %w", key, err)
+		}
+		for f, val := range fields {
+			b, err := json.Marshal(val)
+			if err != nil {
+				return nil, fmt.Errorf("apikey: MemoryStore.Patch: field %q: %w", f, err)
+			}
+			obj[f] = b
+		}
+		b, err := json.Marshal(obj)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &after); err != nil {
+			return nil, fmt.Errorf("apikey: MemoryStore.Patch: %w", err)
+		}
+		values[0], ok = string(b), true
+		return []bool{true}, nil
+	})
+	if err != nil || !ok {
 		return StoredKey{}, false, err
 	}
-	var after StoredKey
-	if err := json.Unmarshal(b, &after); err != nil {
-		return StoredKey{}, false, fmt.Errorf("apikey: MemoryStore.Patch: %w", err)
-	}
-	v.v = string(b)
-	s.values[key] = v
 	return after, true, nil
-}
-
-// AddToSet adds member to set.
-func (s *MemoryStore) AddToSet(ctx context.Context, set, member string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sets[set] == nil {
-		s.sets[set] = map[string]struct{}{}
-	}
-	s.sets[set][member] = struct{}{}
-	return nil
-}
-
-// RemoveFromSet removes member from set.
-func (s *MemoryStore) RemoveFromSet(ctx context.Context, set, member string) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	delete(s.sets[set], member)
-	if len(s.sets[set]) == 0 {
-		delete(s.sets, set)
-	}
-	return nil
-}
-
-// SetMembers returns the members of set.
-func (s *MemoryStore) SetMembers(ctx context.Context, set string) ([]string, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]string, 0, len(s.sets[set]))
-	for m := range s.sets[set] {
-		out = append(out, m)
-	}
-	return out, nil
 }

@@ -17,9 +17,10 @@ import (
 
 // Storage is an in-process driver.SecondaryStorage with the optional
 // driver.BoundedIncrementer and driver.TATAdvancer: values and counters with
-// expiry, in shards that each have their own lock. It serves tests,
-// examples and single-process deployments; Redis (adapters/redis) is the
-// shared one.
+// expiry, in shards that each have their own lock, plus sets and an atomic
+// read-modify-write over several keys ([Storage.Update]), on which
+// apikey.MemoryStore runs its claims. It serves tests, examples and
+// single-process deployments; Redis (adapters/redis) is the shared one.
 //
 // A counter is stored as an integer; Get returns it in decimal. An entry
 // expires at the instant its TTL ends: from then on it is absent. Expired
@@ -30,6 +31,9 @@ type Storage struct {
 	clock  func() time.Time
 	seed   maphash.Seed
 	shards [storageShards]storageShard
+
+	setsMu sync.Mutex
+	sets   map[string]map[string]struct{} // sets.go
 }
 
 const storageShards = 32
@@ -79,7 +83,7 @@ func WithClock(clock func() time.Time) StorageOption {
 
 // NewStorage returns an empty storage.
 func NewStorage(opts ...StorageOption) *Storage {
-	s := &Storage{clock: monotonicClock(), seed: maphash.MakeSeed()}
+	s := &Storage{clock: monotonicClock(), seed: maphash.MakeSeed(), sets: map[string]map[string]struct{}{}}
 	for i := range s.shards {
 		s.shards[i].entries = map[string]*storageEntry{}
 		s.shards[i].sweepAt = minSweep
@@ -112,7 +116,7 @@ func monotonicClock() func() time.Time {
 // lock counts the call, honours the context, and returns the key's shard
 // locked, with the current time.
 func (s *Storage) lock(ctx context.Context, key string) (*storageShard, time.Time, error) {
-	sh := &s.shards[maphash.String(s.seed, key)%storageShards]
+	sh := &s.shards[s.shardOf(key)]
 	sh.calls.Add(1)
 	if err := ctx.Err(); err != nil {
 		return nil, time.Time{}, err
@@ -121,6 +125,11 @@ func (s *Storage) lock(ctx context.Context, key string) (*storageShard, time.Tim
 	// Read under the lock, so that operations on a key see time in the
 	// order they run: a TTL handed back is never longer than what is left.
 	return sh, s.clock(), nil
+}
+
+// shardOf returns the index of key's shard.
+func (s *Storage) shardOf(key string) int {
+	return int(maphash.String(s.seed, key) % storageShards)
 }
 
 // live returns the entry at key, dropping it when it has expired.
