@@ -166,6 +166,17 @@ func (r *report) ratios() []ratio {
 			out = append(out, q)
 		}
 	}
+	both := r.atBoth()
+	// Goal 4: a limiter decision allocates at most 15 more times than
+	// the floor's, on every adapter; goal 3: a verification takes one
+	// round trip (two on MySQL and MariaDB) and at most 80 allocations.
+	// Both are about the steady state: one goroutine on the hot key when
+	// that was run, where every decision finds its row and no other
+	// writer; on uniform keys a short cell opens a window on most keys.
+	ssc, sg := uniformKeys, g
+	if slices.Contains(both, 1) {
+		ssc, sg = hotKey, 1
+	}
 	for _, db := range dbs {
 		if db == "redis" {
 			for _, sc := range r.cfg.scenarios {
@@ -183,7 +194,7 @@ func (r *report) ratios() []ratio {
 			continue
 		}
 		pg, my := db == "postgres", db == "mysql"
-		for _, n := range r.atBoth() {
+		for _, n := range both {
 			// Goal 4 on PostgreSQL; goal 1 on MySQL and MariaDB, whose
 			// target is lower: the floor there is the bare UPDATE, where the
 			// limiter also learns the window's start.
@@ -216,16 +227,6 @@ func (r *report) ratios() []ratio {
 			Binding: pg || my, Values: perAdapter(db, kindCombining, kindFloor, hotKey, g)})
 		add(ratio{DB: db, What: "IncrementOne ÷ SQL floor", Scenario: uniformKeys, Goroutines: g,
 			Values: perAdapter(db, kindIncrement, kindFloor, uniformKeys, g)})
-		// Goal 4: a limiter decision allocates at most 15 more times than
-		// the floor's, on every adapter; goal 3: a verification takes one
-		// round trip (two on MySQL and MariaDB) and at most 80 allocations.
-		// Both are about the steady state: one goroutine on the hot key when
-		// that was run, where every decision finds its row and no other
-		// writer; on uniform keys a short cell opens a window on most keys.
-		ssc, sg := uniformKeys, g
-		if slices.Contains(r.atBoth(), 1) {
-			ssc, sg = hotKey, 1
-		}
 		if f, ok := r.find(db, kindFloor, "", ssc, sg); ok {
 			add(ratio{DB: db, What: "rate limiter allocations per decision − SQL floor's", Scenario: ssc, Goroutines: sg, Target: 15, AtMost: true, Binding: true,
 				Values: perDecision(db, kindLimiter, ssc, sg, func(n result) float64 { return n.Allocs - f.Allocs })})

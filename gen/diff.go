@@ -47,10 +47,10 @@ func Diff(s *core.Schema, tables []*driver.Table, d Dialect, cat Catalog) (Plan,
 	if s == nil {
 		return Plan{}, fmt.Errorf("gen: a schema is required")
 	}
-	if tables == nil {
-		tables = s.Tables()
-	}
 	all := s.Tables()
+	if tables == nil {
+		tables = all
+	}
 	for _, t := range tables {
 		if !slices.Contains(all, t) {
 			return Plan{}, fmt.Errorf("gen: table %s (model %q) is not a table of the schema", t.Name, t.Model)

@@ -222,27 +222,30 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 	if err := l.validate(key, rule, cost); err != nil {
 		return Decision{Limit: rule.Max}, err
 	}
-	st, ok := l.cached(key, rule, now)
-	switch {
-	case rule.Max == 0:
-		st = state{reset: now + rule.Window.Milliseconds()}
-	case ok:
-	case cost == 0 || cost > rule.Max:
-		st, err = l.peek(ctx, key, rule, now)
-		if cost > rule.Max {
-			st.allowed = false
+	// Max 0 and a cached denial are answered without the storage.
+	st, known := state{reset: now + rule.Window.Milliseconds()}, rule.Max == 0
+	if !known {
+		st, known = l.cached(key, rule, now)
+	}
+	if !known {
+		switch {
+		case cost == 0 || cost > rule.Max:
+			st, err = l.peek(ctx, key, rule, now)
+			if cost > rule.Max {
+				st.allowed = false
+			}
+		case l.comb != nil:
+			st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
+		default:
+			st, err = l.consume(ctx, key, rule, cost, now)
 		}
-	case l.comb != nil:
-		st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
-	default:
-		st, err = l.consume(ctx, key, rule, cost, now)
-	}
-	if err != nil {
-		open := l.failOpen && outage(ctx, err)
-		return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
-	}
-	if !ok && !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
-		l.denials.put(key, denial{until: st.reset, rule: rule}, now)
+		if err != nil {
+			open := l.failOpen && outage(ctx, err)
+			return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
+		}
+		if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
+			l.denials.put(key, denial{until: st.reset, rule: rule}, now)
+		}
 	}
 	l.decide(&d, rule, now, cost, st)
 	return d, nil
