@@ -11,7 +11,7 @@ import (
 
 // StorageCapabilities are what a storage harness claims. The storage suite
 // skips, with the reason, every case that needs something not claimed; the
-// optional interfaces (driver.BoundedIncrementer, apikey.Claimer) it finds by
+// optional interfaces (driver.BoundedIncrementer, keystore.Claimer) it finds by
 // type assertion, as the rate limiter and the API-key verifier do.
 type StorageCapabilities struct {
 	// ManualClock: the harness's storages read time from a clock that
@@ -53,7 +53,7 @@ type StorageHarnessMaker func(ctx context.Context, t *testing.T) (StorageHarness
 // RunStorage runs the conformance and race suite for secondary storages
 // against the storages newHarness makes: Get, Set and Delete, expiry,
 // Increment and driver.BoundedIncrementer, hostile keys and values, context
-// cancellation, apikey.Claimer, and races for exact counts and exactly one
+// cancellation, keystore.Claimer, and races for exact counts and exactly one
 // winner per claim, on one client and on several. Run it from a test of
 // your storage's package:
 //

@@ -11,8 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -82,49 +83,49 @@ func storageCases() []storageCase {
 		},
 		{
 			name:     "ClaimMissingKey",
-			contract: "apikey.Claimer: a missing key answers Found == false (and Patch ok == false), and neither creates it",
+			contract: "keystore.Claimer: a missing key answers Found == false (and Patch ok == false), and neither creates it",
 			needs:    needClaimer,
 			run:      storageClaimMissing,
 		},
 		{
 			name:     "ClaimFollowsApplyClaim",
-			contract: "apikey.Claimer: Claim reads the stored key and decides and applies the verification exactly as apikey.ApplyClaim does, writing the key back when it changed",
+			contract: "keystore.Claimer: Claim reads the stored key and decides and applies the verification exactly as keystore.Apply does, writing the key back when it changed",
 			needs:    needClaimer,
 			run:      storageClaimFollowsApplyClaim,
 		},
 		{
 			name:     "ClaimChecksPermissions",
-			contract: "apikey.Claimer: a claim that requires permissions answers as apikey.ApplyClaim does: INSUFFICIENT_PERMISSIONS, spending nothing, when the stored permissions (JSON text of resource → actions, none when malformed) lack one of RequireAll or hold none of RequireAny",
+			contract: "keystore.Claimer: a claim that requires permissions answers as keystore.Apply does: INSUFFICIENT_PERMISSIONS, spending nothing, when the stored permissions (JSON text of resource → actions, none when malformed) lack one of RequireAll or hold none of RequireAny",
 			needs:    needClaimer,
 			run:      storageClaimChecksPermissions,
 		},
 		{
 			name:     "ClaimChecksHash",
-			contract: "apikey.Rerollable: a claim answers as apikey.ApplyClaim does on the hash presented (rule 0): found only for the key's hash, \"\", or an earlier hash whose grace in the rerolled JSON text ends after now; otherwise as if no key were stored, spending nothing",
+			contract: "keystore.Rerollable: a claim answers as keystore.Apply does on the hash presented (rule 0): found only for the key's hash, \"\", or an earlier hash whose grace in the rerolled JSON text ends after now; otherwise as if no key were stored, spending nothing",
 			needs:    needRerollable,
 			run:      storageClaimChecksHash,
 		},
 		{
 			name:     "ClaimSpendsNamedLimits",
-			contract: "apikey.Claimer: a claim that names limits answers and writes as apikey.ApplyClaim does (rule 5b): each named limit the key holds opens a window or adds its cost to its counter in limitCounts, and one without room answers RATE_LIMITED naming it, spending nothing anywhere",
+			contract: "keystore.Claimer: a claim that names limits answers and writes as keystore.Apply does (rule 5b): each named limit the key holds opens a window or adds its cost to its counter in limitCounts, and one without room answers RATE_LIMITED naming it, spending nothing anywhere",
 			needs:    needClaimer,
 			run:      storageClaimSpendsNamedLimits,
 		},
 		{
 			name:     "ClaimSharesOwnerLimits",
-			contract: "apikey.OwnerSharing: a claim naming limits with req.Owner answers and writes as apikey.ApplyClaim does with the owner's record (rule 5b): the key's limits, then the owner's, all spent or none; a denial on the owner's side sets OwnerLimit; a missing owner record holds no limits and is not created",
+			contract: "keystore.OwnerSharing: a claim naming limits with req.Owner answers and writes as keystore.Apply does with the owner's record (rule 5b): the key's limits, then the owner's, all spent or none; a denial on the owner's side sets OwnerLimit; a missing owner record holds no limits and is not created",
 			needs:    needOwnerSharing,
 			run:      storageClaimSharesOwnerLimits,
 		},
 		{
 			name:     "PatchSetsFieldsKeepsOthers",
-			contract: "apikey.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
+			contract: "keystore.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
 			needs:    needClaimer,
 			run:      storagePatch,
 		},
 		{
 			name:     "ClaimAndPatchKeepExpiry",
-			contract: "apikey.Claimer: Claim writes the key back keeping its expiry, and so does Patch (a rewrite that dropped it would keep a stored key past its TTL)",
+			contract: "keystore.Claimer: Claim writes the key back keeping its expiry, and so does Patch (a rewrite that dropped it would keep a stored key past its TTL)",
 			needs:    needClaimer,
 			slow:     true,
 			run:      storageClaimKeepsExpiry,
@@ -140,22 +141,22 @@ func needBounded(f *storageFixture) string {
 }
 
 func needRerollable(f *storageFixture) string {
-	if _, ok := f.s.(apikey.Rerollable); !ok {
-		return fmt.Sprintf("%T does not implement apikey.Rerollable", f.s)
+	if _, ok := f.s.(keystore.Rerollable); !ok {
+		return fmt.Sprintf("%T does not implement keystore.Rerollable", f.s)
 	}
 	return ""
 }
 
 func needOwnerSharing(f *storageFixture) string {
-	if _, ok := f.s.(apikey.OwnerSharing); !ok {
-		return fmt.Sprintf("%T does not implement apikey.OwnerSharing", f.s)
+	if _, ok := f.s.(keystore.OwnerSharing); !ok {
+		return fmt.Sprintf("%T does not implement keystore.OwnerSharing", f.s)
 	}
 	return ""
 }
 
 func needClaimer(f *storageFixture) string {
-	if _, ok := f.s.(apikey.Claimer); !ok {
-		return fmt.Sprintf("%T does not implement apikey.Claimer", f.s)
+	if _, ok := f.s.(keystore.Claimer); !ok {
+		return fmt.Sprintf("%T does not implement keystore.Claimer", f.s)
 	}
 	return ""
 }
@@ -536,8 +537,8 @@ func storageContextDone(t testing.TB, f *storageFixture) {
 			_, _, err = b.IncrementBounded(c.ctx, "counter", 1, 10, ttl)
 			check("IncrementBounded", err)
 		}
-		if cl, ok := f.s.(apikey.Claimer); ok {
-			_, err = cl.Claim(c.ctx, "record", apikey.ClaimRequest{Now: claimBase, Cost: 1})
+		if cl, ok := f.s.(keystore.Claimer); ok {
+			_, err = cl.Claim(c.ctx, "record", keystore.Request{Now: claimBase, Cost: 1})
 			check("Claim", err)
 			_, _, err = cl.Patch(c.ctx, "record", map[string]any{"remaining": int64(1)})
 			check("Patch", err)
@@ -556,7 +557,7 @@ const claimBase = int64(1_800_000_000_000)
 func ptr64(v int64) *int64 { return &v }
 
 // storeRecord writes k's JSON at key with ttl (0: none).
-func storeRecord(t testing.TB, f *storageFixture, key string, k apikey.StoredKey, ttl time.Duration) {
+func storeRecord(t testing.TB, f *storageFixture, key string, k keystore.Key, ttl time.Duration) {
 	t.Helper()
 	b, err := json.Marshal(k)
 	if err != nil {
@@ -568,13 +569,13 @@ func storeRecord(t testing.TB, f *storageFixture, key string, k apikey.StoredKey
 }
 
 // loadRecord reads the stored key at key.
-func loadRecord(t testing.TB, f *storageFixture, key string) apikey.StoredKey {
+func loadRecord(t testing.TB, f *storageFixture, key string) keystore.Key {
 	t.Helper()
 	v, ok := mustGet(t, f, key)
 	if !ok {
 		t.Fatalf("the stored key at %q is gone", key)
 	}
-	var k apikey.StoredKey
+	var k keystore.Key
 	if err := json.Unmarshal([]byte(v), &k); err != nil {
 		t.Fatalf("the stored key at %q: %v in %s", key, err, short(v))
 	}
@@ -582,8 +583,8 @@ func loadRecord(t testing.TB, f *storageFixture, key string) apikey.StoredKey {
 }
 
 // claimKey is a stored key with the quota, rate limit and refill given.
-func claimKey(id int64, remaining *int64) apikey.StoredKey {
-	return apikey.StoredKey{
+func claimKey(id int64, remaining *int64) keystore.Key {
+	return keystore.Key{
 		ID: id, ConfigID: "default", Key: fmt.Sprintf("hash-%d", id), ReferenceID: "owner",
 		Enabled: true, Remaining: remaining, CreatedAt: claimBase, UpdatedAt: claimBase,
 	}
@@ -610,8 +611,8 @@ func show(v any) string {
 }
 
 func storageClaimMissing(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
-	res, err := cl.Claim(f.ctx, "missing", apikey.ClaimRequest{Now: claimBase, Cost: 1})
+	cl := f.s.(keystore.Claimer)
+	res, err := cl.Claim(f.ctx, "missing", keystore.Request{Now: claimBase, Cost: 1})
 	if err != nil || res.Found {
 		t.Fatalf("Claim of a missing key = %s, %v; want Found false, nil", show(res), err)
 	}
@@ -631,15 +632,15 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 	disabled.Enabled = false
 	expiring := claimKey(5, nil)
 	expiring.ExpiresAt = ptr64(claimBase + 300)
-	records := []apikey.StoredKey{quota, limited, refill, disabled, expiring}
+	records := []keystore.Key{quota, limited, refill, disabled, expiring}
 	// The clock moves through every rule: windows ending, refills coming
 	// due, expiry; costs 0 (a check), 1 and more.
-	steps := []apikey.ClaimRequest{
+	steps := []keystore.Request{
 		{Now: claimBase, Cost: 1}, {Now: claimBase, Cost: 0}, {Now: claimBase + 10, Cost: 1},
 		{Now: claimBase + 20, Cost: 1}, {Now: claimBase + 400, Cost: 2}, {Now: claimBase + 600, Cost: 1},
 		{Now: claimBase + 1100, Cost: 3}, {Now: claimBase + 1200, Cost: 1}, {Now: claimBase + 2500, Cost: 2},
 	}
-	codes := map[apikey.Code]int{}
+	codes := map[keystore.Code]int{}
 	for _, rec := range records {
 		key := fmt.Sprintf("key:%d", rec.ID)
 		storeRecord(t, f, key, rec, 0)
@@ -649,7 +650,7 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 		}
 	}
 	// The steps must reach every outcome, or the comparison proves little.
-	for _, c := range []apikey.Code{"", apikey.CodeDisabled, apikey.CodeExpired, apikey.CodeUsageExceeded, apikey.CodeRateLimited} {
+	for _, c := range []keystore.Code{"", keystore.Disabled, keystore.Expired, keystore.UsageExceeded, keystore.RateLimited} {
 		if codes[c] == 0 {
 			t.Errorf("the steps never reached outcome %q (reached: %v): the case is too weak", c, codes)
 		}
@@ -668,20 +669,20 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 		ptrString(``),
 		ptrString(`{"a\u0000b":["c"],"x":["y"]}`), // names holding NUL must not run together
 	}
-	perm := func(r, a string) apikey.Permission { return apikey.Permission{Resource: r, Action: a} }
-	reqs := []apikey.ClaimRequest{
+	perm := func(r, a string) keystore.Permission { return keystore.Permission{Resource: r, Action: a} }
+	reqs := []keystore.Request{
 		{},
-		{RequireAll: []apikey.Permission{perm("files", "read")}},
-		{RequireAll: []apikey.Permission{perm("admin", "view"), perm("files", "read")}},
-		{RequireAll: []apikey.Permission{perm("files", "delete")}},
-		{RequireAny: []apikey.Permission{perm("billing", "x"), perm("admin", "view")}},
-		{RequireAny: []apikey.Permission{perm("billing", "x")}},
-		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("admin", "view"), perm("x", "y")}},
-		{RequireAll: []apikey.Permission{perm("files", "write")}, RequireAny: []apikey.Permission{perm("x", "y")}},
-		{RequireAll: []apikey.Permission{perm("a\x00b", "c")}},
-		{RequireAll: []apikey.Permission{perm("a", "b\x00c")}},
+		{RequireAll: []keystore.Permission{perm("files", "read")}},
+		{RequireAll: []keystore.Permission{perm("admin", "view"), perm("files", "read")}},
+		{RequireAll: []keystore.Permission{perm("files", "delete")}},
+		{RequireAny: []keystore.Permission{perm("billing", "x"), perm("admin", "view")}},
+		{RequireAny: []keystore.Permission{perm("billing", "x")}},
+		{RequireAll: []keystore.Permission{perm("files", "write")}, RequireAny: []keystore.Permission{perm("admin", "view"), perm("x", "y")}},
+		{RequireAll: []keystore.Permission{perm("files", "write")}, RequireAny: []keystore.Permission{perm("x", "y")}},
+		{RequireAll: []keystore.Permission{perm("a\x00b", "c")}},
+		{RequireAll: []keystore.Permission{perm("a", "b\x00c")}},
 	}
-	codes := map[apikey.Code]int{}
+	codes := map[keystore.Code]int{}
 	for i, text := range texts {
 		rec := claimKey(int64(20+i), ptr64(100))
 		rec.Permissions = text
@@ -693,7 +694,7 @@ func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 			codes[claimAsApplyClaim(t, f, key, &want, nil, req, fmt.Sprintf("permissions %s, request %d", show(text), j)).Code]++
 		}
 	}
-	if codes[""] == 0 || codes[apikey.CodeForbidden] == 0 {
+	if codes[""] == 0 || codes[keystore.Forbidden] == 0 {
 		t.Errorf("outcomes %v: the requests must reach both an allowed claim and INSUFFICIENT_PERMISSIONS", codes)
 	}
 }
@@ -702,18 +703,18 @@ func ptrString(s string) *string { return &s }
 
 // claimAsApplyClaim claims req on the key stored at key and checks that
 // the storage answers, and leaves the key (and the owner's record at
-// req.Owner), as apikey.ApplyClaim does on want (and owner, nil when no
+// req.Owner), as keystore.Apply does on want (and owner, nil when no
 // record is stored there), which it updates; what names the step in a
 // failure. It returns the reference answer.
-func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want, owner *apikey.StoredKey, req apikey.ClaimRequest, what string) apikey.ClaimResult {
+func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want, owner *keystore.Key, req keystore.Request, what string) keystore.Result {
 	t.Helper()
-	got, err := f.s.(apikey.Claimer).Claim(f.ctx, key, req)
+	got, err := f.s.(keystore.Claimer).Claim(f.ctx, key, req)
 	if err != nil {
 		t.Fatalf("%s: Claim %+v: %v", what, req, err)
 	}
-	ref := apikey.ApplyClaim(want, owner, req)
+	ref := keystore.Apply(want, owner, req)
 	if !reflect.DeepEqual(got, ref) {
-		t.Fatalf("%s: Claim %+v answered\n%s\nwant, as apikey.ApplyClaim,\n%s", what, req, show(got), show(ref))
+		t.Fatalf("%s: Claim %+v answered\n%s\nwant, as keystore.Apply,\n%s", what, req, show(got), show(ref))
 	}
 	if stored := loadRecord(t, f, key); !reflect.DeepEqual(stored, *want) {
 		t.Fatalf("%s: after Claim %+v the stored key is\n%s\nwant\n%s", what, req, show(stored), show(*want))
@@ -737,7 +738,7 @@ func storageClaimSharesOwnerLimits(t testing.TB, f *storageFixture) {
 		ptrString(fmt.Sprintf(`{"tokens":{"count":12,"start":%d}}`, claimBase)),
 	}
 	keyLimits := []*string{nil, ptrString(`{"tokens":{"max":10,"window":5000}}`)}
-	spends := [][]apikey.LimitSpend{
+	spends := [][]keystore.LimitSpend{
 		{{Name: "tokens", Cost: 4}},
 		{{Name: "requests", Cost: 1}, {Name: "tokens", Cost: 2}},
 		{{Name: "tokens", Cost: 11}},
@@ -758,14 +759,14 @@ func storageClaimSharesOwnerLimits(t testing.TB, f *storageFixture) {
 					key, ownerKey := fmt.Sprintf("{shared-%d}key", n), fmt.Sprintf("{shared-%d}owner", n)
 					storeRecord(t, f, key, rec, 0)
 					want := rec
-					var owner *apikey.StoredKey
+					var owner *keystore.Key
 					if stored {
-						owner = &apikey.StoredKey{ReferenceID: "owner", Limits: ol, LimitCounts: oc}
+						owner = &keystore.Key{ReferenceID: "owner", Limits: ol, LimitCounts: oc}
 						storeRecord(t, f, ownerKey, *owner, 0)
 					}
 					for j, sp := range spends {
 						for _, cost := range []int64{1, 0} {
-							req := apikey.ClaimRequest{Now: claimBase + int64(700*j), Cost: cost, Limits: sp, Owner: ownerKey}
+							req := keystore.Request{Now: claimBase + int64(700*j), Cost: cost, Limits: sp, Owner: ownerKey}
 							res := claimAsApplyClaim(t, f, key, &want, owner, req, fmt.Sprintf("owner limits %s, counts %s, key limits %s, owner stored %v", show(ol), show(oc), show(kl), stored))
 							codes[fmt.Sprintf("%s/%v", res.Code, res.OwnerLimit)]++
 						}
@@ -799,7 +800,7 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 		ptrString(fmt.Sprintf(`{"requests":{"count":3,"start":%d},"tokens":null}`, claimBase-500)),
 		ptrString(`{"tokens":{"count":1.5}}`), // malformed: counts nothing, and is rewritten
 	}
-	spends := [][]apikey.LimitSpend{
+	spends := [][]keystore.LimitSpend{
 		{{Name: "tokens", Cost: 4}},
 		{{Name: "requests", Cost: 1}, {Name: "tokens", Cost: 2}},
 		{{Name: "images", Cost: 1}, {Name: "tokens", Cost: 0}},
@@ -807,7 +808,7 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 		{{Name: "tokens", Cost: 10}},
 		{{Name: "requests", Cost: 3}, {Name: "tokens", Cost: 1}},
 	}
-	codes := map[apikey.Code]int{}
+	codes := map[keystore.Code]int{}
 	n := 0
 	for _, lim := range limits {
 		for _, cnt := range counts {
@@ -819,13 +820,13 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 			want := rec
 			for j, sp := range spends {
 				for _, cost := range []int64{1, 0} {
-					req := apikey.ClaimRequest{Now: claimBase + int64(400*j), Cost: cost, Limits: sp}
+					req := keystore.Request{Now: claimBase + int64(400*j), Cost: cost, Limits: sp}
 					codes[claimAsApplyClaim(t, f, key, &want, nil, req, fmt.Sprintf("limits %s, counts %s", show(lim), show(cnt))).Code]++
 				}
 			}
 		}
 	}
-	if codes[""] == 0 || codes[apikey.CodeRateLimited] == 0 {
+	if codes[""] == 0 || codes[keystore.RateLimited] == 0 {
 		t.Errorf("outcomes %v: the claims must reach both an allowed claim and RATE_LIMITED", codes)
 	}
 }
@@ -849,7 +850,7 @@ func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 		storeRecord(t, f, key, rec, 0)
 		want := rec
 		for j, hash := range []string{"", rec.Key, "old", "older", "other", "old", "old"} {
-			req := apikey.ClaimRequest{Now: claimBase + int64(2*j), Cost: 1, Hash: hash}
+			req := keystore.Request{Now: claimBase + int64(2*j), Cost: 1, Hash: hash}
 			codes[claimAsApplyClaim(t, f, key, &want, nil, req, "rerolled "+show(text)).Found]++
 		}
 	}
@@ -859,12 +860,12 @@ func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 }
 
 func storagePatch(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
+	cl := f.s.(keystore.Claimer)
 	rec := claimKey(7, ptr64(5))
 	rec.RateLimitEnabled, rec.RateLimitTimeWindow, rec.RateLimitMax = true, ptr64(60_000), ptr64(100)
 	rec.ExpiresAt = ptr64(claimBase + 1_000_000)
 	storeRecord(t, f, "k", rec, 0)
-	if res, err := cl.Claim(f.ctx, "k", apikey.ClaimRequest{Now: claimBase, Cost: 1}); err != nil || res.Code != "" {
+	if res, err := cl.Claim(f.ctx, "k", keystore.Request{Now: claimBase, Cost: 1}); err != nil || res.Code != "" {
 		t.Fatalf("Claim = %s, %v; want allowed", show(res), err)
 	}
 	before := loadRecord(t, f, "k")
@@ -889,7 +890,7 @@ func storagePatch(t testing.TB, f *storageFixture) {
 }
 
 func storageClaimKeepsExpiry(t testing.TB, f *storageFixture) {
-	cl := f.s.(apikey.Claimer)
+	cl := f.s.(keystore.Claimer)
 	ttl := f.ttl()
 	written := f.now()
 	storeRecord(t, f, "claimed", claimKey(8, ptr64(5)), ttl)
@@ -897,7 +898,7 @@ func storageClaimKeepsExpiry(t testing.TB, f *storageFixture) {
 	if f.caps.ManualClock {
 		f.advance(ttl / 2)
 	}
-	res, err := cl.Claim(f.ctx, "claimed", apikey.ClaimRequest{Now: claimBase, Cost: 1})
+	res, err := cl.Claim(f.ctx, "claimed", keystore.Request{Now: claimBase, Cost: 1})
 	if (err != nil || !res.Found) && f.stalled(t, written, ttl) {
 		return
 	}

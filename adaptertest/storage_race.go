@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -45,43 +47,43 @@ func storageRaceCases() []storageCase {
 		},
 		{
 			name:     "ClaimOneWinnerPerKey",
-			contract: "apikey.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0",
+			contract: "keystore.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0",
 			needs:    needClaimer,
 			run:      raceClaimOneWinner,
 		},
 		{
 			name:     "ClaimRefillOnce",
-			contract: "apikey.Claimer, atomic: with a refill of A due, concurrent claims refill the key once, so exactly A of them are admitted",
+			contract: "keystore.Claimer, atomic: with a refill of A due, concurrent claims refill the key once, so exactly A of them are admitted",
 			needs:    needClaimer,
 			run:      raceClaimRefill,
 		},
 		{
 			name:     "ClaimRateLimitExact",
-			contract: "apikey.Claimer, atomic: a rate limit of M per window admits exactly M of many concurrent claims and spends exactly M of the quota",
+			contract: "keystore.Claimer, atomic: a rate limit of M per window admits exactly M of many concurrent claims and spends exactly M of the quota",
 			needs:    needClaimer,
 			run:      raceClaimRateLimit,
 		},
 		{
 			name:     "RerollKeepsClaims",
-			contract: "apikey.Rerollable, through storage-only managers: a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left",
+			contract: "keystore.Rerollable, through storage-only managers: a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left",
 			needs:    needRerollable,
 			run:      raceRerollStorage,
 		},
 		{
 			name:     "NamedLimitsExact",
-			contract: "apikey.Claimer, through storage-only managers: a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing",
+			contract: "keystore.Claimer, through storage-only managers: a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing",
 			needs:    needClaimer,
 			run:      raceNamedLimitsStorage,
 		},
 		{
 			name:     "OwnerLimitsExact",
-			contract: "apikey.OwnerSharing, through storage-only managers: two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions",
+			contract: "keystore.OwnerSharing, through storage-only managers: two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions",
 			needs:    needOwnerSharing,
 			run:      raceOwnerLimitsStorage,
 		},
 		{
 			name:     "PatchKeepsConcurrentClaims",
-			contract: "apikey.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
+			contract: "keystore.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
 			needs:    needClaimer,
 			run:      racePatchAndClaims,
 		},
@@ -207,7 +209,7 @@ func raceBoundedExact(ctx context.Context, f *storageFixture, clients []driver.S
 
 // claimRace stores recs, releases raceCallers claims of cost 1 at now
 // (caller i claims key i % len(recs)) and returns the results per key.
-func claimRace(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, prefix string, recs []apikey.StoredKey, now int64) ([]string, [][]apikey.ClaimResult, error) {
+func claimRace(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, prefix string, recs []keystore.Key, now int64) ([]string, [][]keystore.Result, error) {
 	keys := make([]string, len(recs))
 	for i, rec := range recs {
 		keys[i] = fmt.Sprintf("%s:%d", prefix, i)
@@ -221,10 +223,10 @@ func claimRace(ctx context.Context, f *storageFixture, clients []driver.Secondar
 	}
 	var errs errorList
 	var mu sync.Mutex
-	results := make([][]apikey.ClaimResult, len(recs))
+	results := make([][]keystore.Result, len(recs))
 	Release(raceCallers, func(i int) {
 		k := i % len(recs)
-		res, err := clients[i%len(clients)].(apikey.Claimer).Claim(ctx, keys[k], apikey.ClaimRequest{Now: now, Cost: 1})
+		res, err := clients[i%len(clients)].(keystore.Claimer).Claim(ctx, keys[k], keystore.Request{Now: now, Cost: 1})
 		if err != nil {
 			errs.add(err)
 			return
@@ -240,7 +242,7 @@ func claimRace(ctx context.Context, f *storageFixture, clients []driver.Secondar
 }
 
 // claimTally counts the allowed claims and fails on a denial other than deny.
-func claimTally(results []apikey.ClaimResult, deny apikey.Code) (int, error) {
+func claimTally(results []keystore.Result, deny keystore.Code) (int, error) {
 	n := 0
 	for _, r := range results {
 		switch {
@@ -256,8 +258,8 @@ func claimTally(results []apikey.ClaimResult, deny apikey.Code) (int, error) {
 }
 
 // loadStored reads a stored key without a testing.TB, for the races.
-func loadStored(ctx context.Context, f *storageFixture, key string) (apikey.StoredKey, error) {
-	var k apikey.StoredKey
+func loadStored(ctx context.Context, f *storageFixture, key string) (keystore.Key, error) {
+	var k keystore.Key
 	v, ok, err := f.s.Get(ctx, key)
 	if err != nil || !ok {
 		return k, fmt.Errorf("Get(%q): present %v, err %v", key, ok, err)
@@ -266,7 +268,7 @@ func loadStored(ctx context.Context, f *storageFixture, key string) (apikey.Stor
 }
 
 func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
-	recs := make([]apikey.StoredKey, 4)
+	recs := make([]keystore.Key, 4)
 	for i := range recs {
 		recs[i] = claimKey(int64(100*round+i+1), ptr64(1))
 	}
@@ -275,7 +277,7 @@ func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver
 		return err
 	}
 	for k, key := range keys {
-		n, err := claimTally(results[k], apikey.CodeUsageExceeded)
+		n, err := claimTally(results[k], keystore.UsageExceeded)
 		if err != nil {
 			return fmt.Errorf("key %d: %w", k, err)
 		}
@@ -298,11 +300,11 @@ func raceClaimRefill(ctx context.Context, f *storageFixture, clients []driver.Se
 	rec := claimKey(int64(round+1), ptr64(0))
 	rec.RefillInterval, rec.RefillAmount = ptr64(3_600_000), ptr64(amount)
 	now := claimBase + 3_600_000 + 1
-	keys, results, err := claimRace(ctx, f, clients, "refill:"+strconv.Itoa(round), []apikey.StoredKey{rec}, now)
+	keys, results, err := claimRace(ctx, f, clients, "refill:"+strconv.Itoa(round), []keystore.Key{rec}, now)
 	if err != nil {
 		return err
 	}
-	n, err := claimTally(results[0], apikey.CodeUsageExceeded)
+	n, err := claimTally(results[0], keystore.UsageExceeded)
 	if err != nil {
 		return err
 	}
@@ -323,11 +325,11 @@ func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []driver
 	const limit, quota = 3, 1000
 	rec := claimKey(int64(round+1), ptr64(quota))
 	rec.RateLimitEnabled, rec.RateLimitTimeWindow, rec.RateLimitMax = true, ptr64(60_000), ptr64(limit)
-	keys, results, err := claimRace(ctx, f, clients, "rl:"+strconv.Itoa(round), []apikey.StoredKey{rec}, claimBase)
+	keys, results, err := claimRace(ctx, f, clients, "rl:"+strconv.Itoa(round), []keystore.Key{rec}, claimBase)
 	if err != nil {
 		return err
 	}
-	n, err := claimTally(results[0], apikey.CodeRateLimited)
+	n, err := claimTally(results[0], keystore.RateLimited)
 	if err != nil {
 		return err
 	}
@@ -357,14 +359,14 @@ func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []driver
 	var errs errorList
 	var won atomic.Int64
 	Release(raceCallers, func(i int) {
-		cl := clients[i%len(clients)].(apikey.Claimer)
+		cl := clients[i%len(clients)].(keystore.Claimer)
 		if i%4 == 0 {
 			if _, ok, err := cl.Patch(ctx, key, map[string]any{"name": "patch " + strconv.Itoa(i)}); err != nil || !ok {
 				errs.add(fmt.Errorf("Patch: ok %v, err %v", ok, err))
 			}
 			return
 		}
-		res, err := cl.Claim(ctx, key, apikey.ClaimRequest{Now: claimBase, Cost: 1})
+		res, err := cl.Claim(ctx, key, keystore.Request{Now: claimBase, Cost: 1})
 		switch {
 		case err != nil:
 			errs.add(fmt.Errorf("Claim: %w", err))

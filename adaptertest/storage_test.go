@@ -12,10 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/stretchr/testify/require"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -57,8 +58,9 @@ func storeMaker[S driver.SecondaryStorage](newStore func(clock func() time.Time)
 	}
 }
 
-// TestStorageMemory runs the storage suite on core/memory's Storage (core
-// cannot import adaptertest, which imports core, so its suite runs here).
+// TestStorageMemory runs the storage suite on core/memory's Storage, atomic
+// claims included (core cannot import adaptertest, which imports core, so
+// its suite runs here).
 func TestStorageMemory(t *testing.T) {
 	RunStorage(t, storeMaker(func(clock func() time.Time) *memory.Storage {
 		return memory.NewStorage(memory.WithClock(clock))
@@ -72,12 +74,6 @@ func TestStorageMemoryRealClock(t *testing.T) {
 	RunStorage(t, func(context.Context, *testing.T) (StorageHarness, error) {
 		return &storeHarness{s: memory.NewStorage()}, nil
 	})
-}
-
-// TestStorageAPIKeyMemoryStore runs the suite on apikey.MemoryStore, the
-// in-process apikey.Claimer.
-func TestStorageAPIKeyMemoryStore(t *testing.T) {
-	runStorageCases(t, storeMaker(apikey.NewMemoryStore), storageCases())
 }
 
 // racyStorage is the deliberately non-atomic storage: every
@@ -110,8 +106,8 @@ func newRacyStorage(now func() time.Time) *racyStorage {
 var (
 	_ driver.SecondaryStorage   = (*racyStorage)(nil)
 	_ driver.BoundedIncrementer = (*racyStorage)(nil)
-	_ apikey.Rerollable         = (*racyStorage)(nil)
-	_ apikey.OwnerSharing       = (*racyStorage)(nil)
+	_ keystore.Rerollable       = (*racyStorage)(nil)
+	_ keystore.OwnerSharing     = (*racyStorage)(nil)
 )
 
 func (s *racyStorage) load(key string) (racyValue, bool) {
@@ -217,9 +213,9 @@ func (s *racyStorage) increment(ctx context.Context, key string, by, max int64, 
 	return driver.Counter{Value: n + by, TTL: left}, true, nil
 }
 
-func (s *racyStorage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
+func (s *racyStorage) Claim(ctx context.Context, key string, req keystore.Request) (keystore.Result, error) {
 	if err := ctx.Err(); err != nil {
-		return apikey.ClaimResult{}, err
+		return keystore.Result{}, err
 	}
 	var v, ov racyValue
 	var ok, found bool
@@ -233,22 +229,22 @@ func (s *racyStorage) Claim(ctx context.Context, key string, req apikey.ClaimReq
 		ov, found = s.load(req.Owner)
 	}
 	if !ok {
-		return apikey.ClaimResult{}, nil
+		return keystore.Result{}, nil
 	}
-	var k apikey.StoredKey
+	var k keystore.Key
 	if err := json.Unmarshal([]byte(v.v), &k); err != nil {
-		return apikey.ClaimResult{}, err
+		return keystore.Result{}, err
 	}
-	var owner *apikey.StoredKey
+	var owner *keystore.Key
 	if req.Owner != "" && found {
-		owner = new(apikey.StoredKey)
+		owner = new(keystore.Key)
 		if err := json.Unmarshal([]byte(ov.v), owner); err != nil {
-			return apikey.ClaimResult{}, err
+			return keystore.Result{}, err
 		}
 	}
-	res := apikey.ApplyClaim(&k, owner, req)
+	res := keystore.Apply(&k, owner, req)
 	if res.Code == "" && req.Cost > 0 {
-		write := func(key string, rec *apikey.StoredKey, v racyValue) error {
+		write := func(key string, rec *keystore.Key, v racyValue) error {
 			b, err := json.Marshal(rec)
 			if err != nil {
 				return err
@@ -262,50 +258,50 @@ func (s *racyStorage) Claim(ctx context.Context, key string, req apikey.ClaimReq
 			return nil
 		}
 		if err := write(key, &k, v); err != nil {
-			return apikey.ClaimResult{}, err
+			return keystore.Result{}, err
 		}
 		if owner != nil {
 			if err := write(req.Owner, owner, ov); err != nil {
-				return apikey.ClaimResult{}, err
+				return keystore.Result{}, err
 			}
 		}
 	}
 	return res, nil
 }
 
-// ClaimChecksHash: Claim applies apikey.ApplyClaim, rule 0 included.
+// ClaimChecksHash: Claim applies keystore.Apply, rule 0 included.
 func (s *racyStorage) ClaimChecksHash() {}
 
 // ClaimSharesOwnerLimits: Claim reads and writes req.Owner, though not
 // atomically with the key.
 func (s *racyStorage) ClaimSharesOwnerLimits() {}
 
-func (s *racyStorage) Patch(ctx context.Context, key string, fields map[string]any) (apikey.StoredKey, bool, error) {
+func (s *racyStorage) Patch(ctx context.Context, key string, fields map[string]any) (keystore.Key, bool, error) {
 	if err := ctx.Err(); err != nil {
-		return apikey.StoredKey{}, false, err
+		return keystore.Key{}, false, err
 	}
 	v, ok := s.readThenYield(key)
 	if !ok {
-		return apikey.StoredKey{}, false, nil
+		return keystore.Key{}, false, nil
 	}
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(v.v), &obj); err != nil {
-		return apikey.StoredKey{}, false, err
+		return keystore.Key{}, false, err
 	}
 	for f, val := range fields {
 		b, err := json.Marshal(val)
 		if err != nil {
-			return apikey.StoredKey{}, false, err
+			return keystore.Key{}, false, err
 		}
 		obj[f] = b
 	}
 	b, err := json.Marshal(obj)
 	if err != nil {
-		return apikey.StoredKey{}, false, err
+		return keystore.Key{}, false, err
 	}
-	var after apikey.StoredKey
+	var after keystore.Key
 	if err := json.Unmarshal(b, &after); err != nil {
-		return apikey.StoredKey{}, false, err
+		return keystore.Key{}, false, err
 	}
 	v.v = string(b)
 	s.store(key, v)

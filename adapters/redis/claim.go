@@ -8,10 +8,11 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -40,28 +41,28 @@ const (
 )
 
 // Claim verifies and consumes the API key stored at key in one Lua script,
-// exactly as [apikey.ApplyClaim] does (the hash presented, the permissions
+// exactly as [keystore.Apply] does (the hash presented, the permissions
 // it requires and its owner's limits at req.Owner too), and writes it back
 // keeping its expiry when the claim was allowed with a positive cost. A
 // missing key answers Found == false. Now and Cost must be in [0, 2^51).
 // key and req.Owner must share a hash tag, as storage-only managers make
 // them, so that a Cluster or a Ring keeps both on one node.
-func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest) (apikey.ClaimResult, error) {
+func (s *Storage) Claim(ctx context.Context, key string, req keystore.Request) (keystore.Result, error) {
 	driver.AddRoundTrips(ctx, 1)
 	switch {
 	case req.Cost < 0 || req.Cost >= maxCalc:
-		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: cost %d is outside [0, 2^51)", core.ErrInvalid, req.Cost)
+		return keystore.Result{}, fmt.Errorf("sluiceredis: claim: %w: cost %d is outside [0, 2^51)", core.ErrInvalid, req.Cost)
 	case req.Now < 0 || req.Now >= maxCalc:
-		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
+		return keystore.Result{}, fmt.Errorf("sluiceredis: claim: %w: now %d is outside [0, 2^51) epoch ms", core.ErrInvalid, req.Now)
 	}
 	for _, l := range req.Limits {
 		if l.Cost < 0 || l.Cost >= maxCalc {
-			return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: limit %q: cost %d is outside [0, 2^51)", core.ErrInvalid, l.Name, l.Cost)
+			return keystore.Result{}, fmt.Errorf("sluiceredis: claim: %w: limit %q: cost %d is outside [0, 2^51)", core.ErrInvalid, l.Name, l.Cost)
 		}
 	}
 	args := make([]any, 5, 6+2*(len(req.RequireAll)+len(req.RequireAny)+len(req.Limits)))
 	args[0], args[1], args[2], args[3], args[4] = req.Now, req.Cost, req.Hash, len(req.RequireAll), len(req.RequireAny)
-	for _, ps := range [2][]apikey.Permission{req.RequireAll, req.RequireAny} {
+	for _, ps := range [2][]keystore.Permission{req.RequireAll, req.RequireAny} {
 		for _, p := range ps {
 			args = append(args, p.Resource, p.Action)
 		}
@@ -76,40 +77,40 @@ func (s *Storage) Claim(ctx context.Context, key string, req apikey.ClaimRequest
 		if hashTag(owner) != hashTag(keys[0]) {
 			// On a Cluster or a Ring the script would not see the owner's
 			// record, or fail.
-			return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w: the key %q and its owner's limits %q have different hash tags; is there a '{' in the storage prefix %q?", core.ErrInvalid, keys[0], owner, s.prefix)
+			return keystore.Result{}, fmt.Errorf("sluiceredis: claim: %w: the key %q and its owner's limits %q have different hash tags; is there a '{' in the storage prefix %q?", core.ErrInvalid, keys[0], owner, s.prefix)
 		}
 		keys = append(keys, owner)
 	}
 	res, err := claimScript.Run(ctx, s.client, keys, args...).Slice()
 	if err != nil {
-		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim: %w", err)
+		return keystore.Result{}, fmt.Errorf("sluiceredis: claim: %w", err)
 	}
 	if len(res) < 4 {
-		return apikey.ClaimResult{}, nil // {0}: no key stored
+		return keystore.Result{}, nil // {0}: no key stored
 	}
 	code, _ := res[1].(string)
 	wait, _ := res[2].(int64)
-	out := apikey.ClaimResult{Found: true, Code: apikey.Code(code), TryAgainIn: wait}
+	out := keystore.Result{Found: true, Code: keystore.Code(code), TryAgainIn: wait}
 	if len(res) == 6 {
 		out.Limit, _ = res[4].(string)
 		owner, _ := res[5].(int64)
 		out.OwnerLimit = owner == 1
 	}
 	if err := decodeRecord(res[3], &out.Key); err != nil {
-		return apikey.ClaimResult{}, fmt.Errorf("sluiceredis: claim %q: %w", key, err)
+		return keystore.Result{}, fmt.Errorf("sluiceredis: claim %q: %w", key, err)
 	}
 	return out, nil
 }
 
 // Patch sets fields of the API key stored at key in one Lua script,
 // keeping its expiry and every other field. Each name must be a JSON field
-// of [apikey.StoredKey] and each value of that field's type: int64 (or
+// of [keystore.Key] and each value of that field's type: int64 (or
 // int), bool, string, or nil for a nullable field. It returns the key
 // after the change, and ok == false when no key is stored there.
-func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) (apikey.StoredKey, bool, error) {
+func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) (keystore.Key, bool, error) {
 	driver.AddRoundTrips(ctx, 1)
 	if len(fields) == 0 {
-		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w: no fields", core.ErrInvalid)
+		return keystore.Key{}, false, fmt.Errorf("sluiceredis: patch: %w: no fields", core.ErrInvalid)
 	}
 	names := make([]string, 0, len(fields))
 	for f := range fields {
@@ -120,25 +121,25 @@ func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) 
 	for _, f := range names {
 		kind, val, err := patchArg(f, fields[f])
 		if err != nil {
-			return apikey.StoredKey{}, false, err
+			return keystore.Key{}, false, err
 		}
 		args = append(args, f, kind, val)
 	}
 	res, err := patchScript.Run(ctx, s.client, []string{s.prefix + key}, args...).Slice()
 	if err != nil {
-		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch: %w", err)
+		return keystore.Key{}, false, fmt.Errorf("sluiceredis: patch: %w", err)
 	}
 	if len(res) != 2 {
-		return apikey.StoredKey{}, false, nil
+		return keystore.Key{}, false, nil
 	}
-	var after apikey.StoredKey
+	var after keystore.Key
 	if err := decodeRecord(res[1], &after); err != nil {
-		return apikey.StoredKey{}, false, fmt.Errorf("sluiceredis: patch %q: %w", key, err)
+		return keystore.Key{}, false, fmt.Errorf("sluiceredis: patch %q: %w", key, err)
 	}
 	return after, true, nil
 }
 
-func decodeRecord(v any, k *apikey.StoredKey) error {
+func decodeRecord(v any, k *keystore.Key) error {
 	raw, ok := v.(string)
 	if !ok {
 		return fmt.Errorf("the script answered %T, not a record", v)
@@ -146,7 +147,7 @@ func decodeRecord(v any, k *apikey.StoredKey) error {
 	return json.Unmarshal([]byte(raw), k)
 }
 
-// fieldKind is the JSON type of each StoredKey field, and whether it may be
+// fieldKind is the JSON type of each keystore.Key field, and whether it may be
 // null.
 type fieldKind struct {
 	typ      byte // 'i' integer, 'b' boolean, 's' string
@@ -169,7 +170,7 @@ var storedFields = map[string]fieldKind{
 func patchArg(name string, v any) (string, any, error) {
 	k, ok := storedFields[name]
 	if !ok {
-		return "", nil, fmt.Errorf("sluiceredis: patch: %w: %q is not a field of apikey.StoredKey", core.ErrInvalid, name)
+		return "", nil, fmt.Errorf("sluiceredis: patch: %w: %q is not a field of keystore.Key", core.ErrInvalid, name)
 	}
 	bad := func(why string) (string, any, error) {
 		return "", nil, fmt.Errorf("sluiceredis: patch: %w: field %q: %s", core.ErrInvalid, name, why)
@@ -224,7 +225,7 @@ func kindName(t byte) string {
 }
 
 // ClaimChecksHash declares that Claim applies rule 0 of
-// [apikey.ApplyClaim], so that storage-only managers can reroll keys.
+// [keystore.Apply], so that storage-only managers can reroll keys.
 func (s *Storage) ClaimChecksHash() {}
 
 // ClaimSharesOwnerLimits declares that Claim applies req.Owner, so that
@@ -244,8 +245,8 @@ func hashTag(key string) string {
 }
 
 var (
-	_ apikey.Claimer      = (*Storage)(nil)
-	_ apikey.Rerollable   = (*Storage)(nil)
-	_ apikey.OwnerSharing = (*Storage)(nil)
-	_ apikey.Indexer      = (*Storage)(nil)
+	_ keystore.Claimer      = (*Storage)(nil)
+	_ keystore.Rerollable   = (*Storage)(nil)
+	_ keystore.OwnerSharing = (*Storage)(nil)
+	_ keystore.Indexer      = (*Storage)(nil)
 )

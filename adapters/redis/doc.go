@@ -14,10 +14,10 @@
 //
 // # API keys
 //
-// *Storage implements apikey.Claimer and apikey.Indexer, so
+// *Storage implements keystore.Claimer and keystore.Indexer, so
 // apikey.NewStorageOnly accepts it. An API key is one JSON record (an
-// apikey.StoredKey) at one Redis key. [Storage.Claim] reads it, decides
-// exactly as apikey.ApplyClaim does (enabled, expiry, quota, refill, the
+// keystore.Key) at one Redis key. [Storage.Claim] reads it, decides
+// exactly as keystore.Apply does (enabled, expiry, quota, refill, the
 // per-key rate limit) and writes it back, keeping its expiry, in one Lua
 // script: concurrent verifications on any number of servers can never both
 // spend the last unit or both win a refill. [Storage.Patch] changes fields

@@ -30,7 +30,7 @@ func Example() {
 	d, err := limiter.Consume(ctx, "203.0.113.7/login", ratelimit.Rule{Window: time.Minute, Max: 5})
 	fmt.Println(d.Allowed, d.Remaining, err)
 
-	keys, err := apikey.NewStorageOnly(store) // atomic claims: *Storage is an apikey.Claimer
+	keys, err := apikey.NewStorageOnly(store) // atomic claims: *Storage is a keystore.Claimer
 	if err != nil {
 		panic(err)
 	}
@@ -52,7 +52,7 @@ func ExampleStorage_Increment() {
 	// Output: sluiceredis: invalid request: ttl 1.5s is not a positive whole number of seconds
 }
 
-// Patch checks every field against apikey.StoredKey before the script runs.
+// Patch checks every field against keystore.Key before the script runs.
 func ExampleStorage_Patch() {
 	store, _ := sluiceredis.New(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}))
 	_, _, err := store.Patch(context.Background(), "apikey:key:abc", map[string]any{"remaining": "ten"})

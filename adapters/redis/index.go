@@ -8,7 +8,7 @@ import (
 )
 
 // AddToSet adds member to the Redis set at set (SADD), implementing
-// apikey.Indexer; adding twice is a no-op.
+// keystore.Indexer; adding twice is a no-op.
 func (s *Storage) AddToSet(ctx context.Context, set, member string) error {
 	driver.AddRoundTrips(ctx, 1)
 	if err := s.client.SAdd(ctx, s.prefix+set, member).Err(); err != nil {

@@ -13,8 +13,8 @@ import (
 )
 
 // Storage is a driver.SecondaryStorage on Redis. It also implements
-// driver.BoundedIncrementer (for the rate limiter) and apikey.Claimer and
-// apikey.Indexer (for storage-only API keys). It is safe for concurrent use.
+// driver.BoundedIncrementer (for the rate limiter) and keystore.Claimer and
+// keystore.Indexer (for storage-only API keys). It is safe for concurrent use.
 type Storage struct {
 	client redis.UniversalClient
 	prefix string

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sluice-go/sluice/core/memory"
 )
 
 // BenchmarkVerify reports adapter calls per verification (calls/op): 1 in
@@ -43,7 +45,7 @@ func BenchmarkVerifyReadFirst(b *testing.B) {
 // key cached: 1, the guarded write.
 
 func BenchmarkVerifyCached(b *testing.B) {
-	e := newEnv(b, WithCache(NewMemoryStore(nil), time.Hour))
+	e := newEnv(b, WithCache(memory.NewStorage(), time.Hour))
 	key, _ := e.create(b, CreateParams{Remaining: quota(1 << 40), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 1 << 40}})
 	ctx := context.Background()
 	e.verify(b, key)

@@ -46,7 +46,7 @@ func concurrentEnvs(t *testing.T) map[string]func(opts ...Option) *env {
 			a = gatedIncrementer{gatedAdapter{mem, g, remember}}
 		}
 		if cache {
-			opts = append([]Option{WithCache(gatedCache{NewMemoryStore(nil), g}, time.Hour)}, opts...)
+			opts = append([]Option{WithCache(gatedCache{memory.NewStorage(), g}, time.Hour)}, opts...)
 		}
 		if !remember {
 			opts = append([]Option{WithKeyStateCache(0)}, opts...)

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/memory"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -18,7 +20,7 @@ func eachMode(t *testing.T, fn func(t *testing.T, m *Manager, clock *testClock))
 	})
 	t.Run("storage", func(t *testing.T) {
 		clock := newClock()
-		m, err := NewStorageOnly(NewMemoryStore(clock.Now), WithClock(clock.Now))
+		m, err := NewStorageOnly(memory.NewStorage(memory.WithClock(clock.Now)), WithClock(clock.Now))
 		if err != nil {
 			t.Fatal(err)
 		}

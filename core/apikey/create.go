@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // MaxNameLength bounds a key's name, in characters.
@@ -40,8 +42,8 @@ type CreateParams struct {
 
 // validate checks p and returns the stored key it describes, without the
 // key material.
-func (m *Manager) validate(p CreateParams, now time.Time) (*StoredKey, error) {
-	s := &StoredKey{ConfigID: "default", Enabled: !p.Disabled, CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli()}
+func (m *Manager) validate(p CreateParams, now time.Time) (*keystore.Key, error) {
+	s := &keystore.Key{ConfigID: "default", Enabled: !p.Disabled, CreatedAt: now.UnixMilli(), UpdatedAt: now.UnixMilli()}
 	switch {
 	case p.ReferenceID == "":
 		return nil, invalidf("ReferenceID is required")
@@ -93,7 +95,7 @@ func (m *Manager) validate(p CreateParams, now time.Time) (*StoredKey, error) {
 	if err := checkRateLimit(rl); err != nil {
 		return nil, err
 	}
-	s.setRateLimit(rl)
+	setRateLimit(s, rl)
 	var err error
 	if s.Metadata, err = encodeJSON("Metadata", p.Metadata); err != nil {
 		return nil, err
@@ -111,7 +113,7 @@ func (m *Manager) validate(p CreateParams, now time.Time) (*StoredKey, error) {
 	return s, nil
 }
 
-func (s *StoredKey) setRateLimit(rl RateLimit) {
+func setRateLimit(s *keystore.Key, rl RateLimit) {
 	s.RateLimitEnabled = rl.Enabled
 	s.RateLimitTimeWindow, s.RateLimitMax = nil, nil
 	if rl.Enabled {
@@ -211,7 +213,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 		return "", nil, err
 	}
 	m.keys.put(s) // so that even the first verification can skip the read
-	if key, err = s.toKey(); err != nil {
+	if key, err = toKey(s); err != nil {
 		return plaintext, key, err
 	}
 	m.changed(ctx, start, Event{Kind: Created, Key: key})

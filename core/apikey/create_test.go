@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/memory"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -133,7 +135,7 @@ func TestNewRejectsBadOptions(t *testing.T) {
 		"nil clock":      {WithClock(nil)},
 		"zero attempts":  {WithMaxAttempts(0)},
 		"bad rate limit": {WithDefaultRateLimit(RateLimit{Enabled: true})},
-		"cache ttl":      {WithCache(NewMemoryStore(nil), 0)},
+		"cache ttl":      {WithCache(memory.NewStorage(), 0)},
 	} {
 		if _, err := New(e.db, opts...); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%s: err = %v, want ErrInvalid", name, err)

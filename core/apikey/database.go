@@ -8,15 +8,17 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
 // timeFields are the stored-key fields that the database keeps as times.
 var timeFields = map[string]bool{"lastRefillAt": true, "lastRequest": true, "expiresAt": true, "createdAt": true, "updatedAt": true}
 
-func (m *Manager) dbCreate(ctx context.Context, s *StoredKey) error {
+func (m *Manager) dbCreate(ctx context.Context, s *keystore.Key) error {
 	if s.Limits == nil {
-		row, err := m.db.Create(ctx, core.ModelAPIKey, s.values())
+		row, err := m.db.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
 		}
@@ -30,7 +32,7 @@ func (m *Manager) dbCreate(ctx context.Context, s *StoredKey) error {
 	// given would not be limited by them.
 	limits := s.Limits
 	return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
-		row, err := tx.Create(ctx, core.ModelAPIKey, s.values())
+		row, err := tx.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
 		}
@@ -44,7 +46,7 @@ func (m *Manager) dbCreate(ctx context.Context, s *StoredKey) error {
 	})
 }
 
-func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*StoredKey, error) {
+func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*keystore.Key, error) {
 	row, ok, err := m.db.FindOne(ctx, core.ModelAPIKey, where...)
 	if err != nil || !ok {
 		return nil, err
@@ -53,19 +55,19 @@ func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*StoredKey, 
 }
 
 // dbList returns the matching keys in id order, at most limit (0: all).
-func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]*StoredKey, error) {
+func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]*keystore.Key, error) {
 	rows, err := m.db.FindMany(ctx, core.ModelAPIKey, where, &core.FindOptions{SortBy: "id", Limit: limit})
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*StoredKey, len(rows))
+	out := make([]*keystore.Key, len(rows))
 	for i, r := range rows {
 		out[i] = fromRow(r)
 	}
 	return out, nil
 }
 
-func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
+func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	set := make(map[string]any, len(f))
 	limits, setLimits := f["limits"]
 	for k, v := range f {
@@ -81,7 +83,7 @@ func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*St
 			return nil, err
 		}
 	}
-	var after *StoredKey
+	var after *keystore.Key
 	err := m.cachedChange(ctx, "Update", id, func(ctx context.Context) error {
 		if !setLimits {
 			row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
@@ -174,8 +176,8 @@ func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, er
 
 // cacheEntry is the value of a cached key.
 type cacheEntry struct {
-	Gen string    `json:"gen"`
-	Key StoredKey `json:"key"`
+	Gen string       `json:"gen"`
+	Key keystore.Key `json:"key"`
 }
 
 // generation is the generation a verification read, and when.
@@ -216,7 +218,7 @@ func (m *Manager) generation(ctx context.Context, hash string) generation {
 
 // cached returns the cached key if it was cached under gen, or nil. A
 // cache that fails or holds garbage is treated as a miss.
-func (m *Manager) cached(ctx context.Context, hash string, gen generation) *StoredKey {
+func (m *Manager) cached(ctx context.Context, hash string, gen generation) *keystore.Key {
 	if !gen.known {
 		return nil
 	}
@@ -233,7 +235,7 @@ func (m *Manager) cached(ctx context.Context, hash string, gen generation) *Stor
 
 // fill caches s, read from the database after gen was read. Failing to
 // cache only costs later reads.
-func (m *Manager) fill(ctx context.Context, s *StoredKey, gen generation) {
+func (m *Manager) fill(ctx context.Context, s *keystore.Key, gen generation) {
 	if m.cache == nil || !gen.known || m.o.clock().Sub(gen.at) > m.cacheTTL {
 		return // too late: gen may have expired, and with it the proof that s is stale
 	}

@@ -32,7 +32,7 @@
 //     by hash, the database remains the source of truth and receives every
 //     consuming write;
 //   - storage only ([NewStorageOnly]): keys live in a secondary storage that
-//     must implement [Claimer], which applies the verification decision
+//     must implement [keystore.Claimer], which applies the verification decision
 //     atomically inside the storage. A storage without it is refused.
 //
 // In cached mode a change through the manager takes effect at once: after

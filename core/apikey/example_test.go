@@ -96,7 +96,7 @@ func ExampleManager_Middleware() {
 
 func ExampleNewStorageOnly() {
 	ctx := context.Background()
-	store := apikey.NewMemoryStore(nil) // implements apikey.Claimer
+	store := memory.NewStorage() // a keystore.Claimer: keys live in process
 	keys, err := apikey.NewStorageOnly(store)
 	if err != nil {
 		panic(err)
@@ -240,7 +240,7 @@ func ExampleLimitCost() {
 // team's tokens together, or neither.
 func ExampleManager_SetOwnerLimits() {
 	ctx := context.Background()
-	keys, _ := apikey.NewStorageOnly(apikey.NewMemoryStore(nil))
+	keys, _ := apikey.NewStorageOnly(memory.NewStorage())
 	month := 30 * 24 * time.Hour
 	if err := keys.SetOwnerLimits(ctx, "team-7", map[string]apikey.NamedLimit{"tokens": {Max: 1000, Window: month}}); err != nil {
 		panic(err)

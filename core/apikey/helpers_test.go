@@ -266,12 +266,12 @@ next:
 
 // gatedCache holds Get at the gate.
 type gatedCache struct {
-	*MemoryStore
+	*memory.Storage
 	g *gates
 }
 
 func (c gatedCache) Get(ctx context.Context, key string) (string, bool, error) {
-	v, ok, err := c.MemoryStore.Get(ctx, key)
+	v, ok, err := c.Storage.Get(ctx, key)
 	c.g.wait()
 	return v, ok, err
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -55,49 +57,9 @@ type Refill struct {
 	Amount   int64
 }
 
-// StoredKey is a key as it is stored: the fields of the apikey model
-// (SPEC section 6) under their logical names, with every time as epoch
-// milliseconds and every duration in milliseconds, and nil for NULL. It is
-// the JSON value that the cached and storage-only modes keep in a
-// [driver.SecondaryStorage], and the record that a [Claimer] works on.
-type StoredKey struct {
-	ID                  int64   `json:"id"`
-	ConfigID            string  `json:"configId"`
-	Name                *string `json:"name"`
-	Start               *string `json:"start"`
-	Prefix              *string `json:"prefix"`
-	Key                 string  `json:"key"` // the hash
-	ReferenceID         string  `json:"referenceId"`
-	Enabled             bool    `json:"enabled"`
-	RateLimitEnabled    bool    `json:"rateLimitEnabled"`
-	RateLimitTimeWindow *int64  `json:"rateLimitTimeWindow"` // ms
-	RateLimitMax        *int64  `json:"rateLimitMax"`
-	RequestCount        int64   `json:"requestCount"`
-	Remaining           *int64  `json:"remaining"`
-	RefillInterval      *int64  `json:"refillInterval"` // ms
-	RefillAmount        *int64  `json:"refillAmount"`
-	LastRefillAt        *int64  `json:"lastRefillAt"` // epoch ms
-	LastRequest         *int64  `json:"lastRequest"`  // epoch ms
-	ExpiresAt           *int64  `json:"expiresAt"`    // epoch ms
-	CreatedAt           int64   `json:"createdAt"`    // epoch ms
-	UpdatedAt           int64   `json:"updatedAt"`    // epoch ms
-	Permissions         *string `json:"permissions"`  // JSON text
-	Metadata            *string `json:"metadata"`     // JSON text
-	// Rerolled, in storage-only mode, holds the earlier hashes of a
-	// rerolled key that still open it: JSON text of hash → end of its
-	// grace in epoch ms. The database keeps them in the rerolledKey table
-	// instead.
-	Rerolled *string `json:"rerolled,omitempty"`
-	// Limits and LimitCounts hold the key's named limits and their
-	// counters (see rule 5b of [ApplyClaim]), in storage-only mode; the
-	// database keeps them in the apikeyLimit table instead.
-	Limits      *string `json:"limits,omitempty"`
-	LimitCounts *string `json:"limitCounts,omitempty"`
-}
-
 // toKey converts the stored form into a [Key]. Malformed permissions or
 // metadata JSON is an error.
-func (s *StoredKey) toKey() (*Key, error) {
+func toKey(s *keystore.Key) (*Key, error) {
 	k := &Key{
 		ID:           s.ID,
 		ConfigID:     s.ConfigID,
@@ -118,14 +80,14 @@ func (s *StoredKey) toKey() (*Key, error) {
 		r := *s.Remaining
 		k.Remaining = &r
 	}
-	k.RateLimit.Enabled = s.rateLimited()
+	k.RateLimit.Enabled = s.RateLimited()
 	if s.RateLimitTimeWindow != nil {
 		k.RateLimit.Window = time.Duration(*s.RateLimitTimeWindow) * time.Millisecond
 	}
 	if s.RateLimitMax != nil {
 		k.RateLimit.Max = *s.RateLimitMax
 	}
-	if s.refillable() {
+	if s.Refillable() {
 		k.Refill = Refill{Interval: time.Duration(*s.RefillInterval) * time.Millisecond, Amount: *s.RefillAmount}
 	}
 	if s.Permissions != nil && *s.Permissions != "" {
@@ -138,33 +100,20 @@ func (s *StoredKey) toKey() (*Key, error) {
 			return nil, fmt.Errorf("apikey: key %d: metadata: %w", s.ID, err)
 		}
 	}
-	k.Limits = s.usage()
+	k.Limits = usage(s)
 	return k, nil
 }
 
-// rateLimited reports whether the rate limit applies: enabled, with a
-// positive window and a max (a NULL max, as Better Auth never writes, turns
-// it off rather than denying everything).
-func (s *StoredKey) rateLimited() bool {
-	return s.RateLimitEnabled && s.RateLimitTimeWindow != nil && *s.RateLimitTimeWindow > 0 && s.RateLimitMax != nil
-}
-
-// refillable reports whether the key has a refill: both a positive interval
-// and a positive amount, as in Better Auth.
-func (s *StoredKey) refillable() bool {
-	return s.RefillInterval != nil && *s.RefillInterval > 0 && s.RefillAmount != nil && *s.RefillAmount > 0
-}
-
-// storedRow is a StoredKey with room for what its pointers point to, so
+// storedRow is a keystore.Key with room for what its pointers point to, so
 // that converting a row allocates once rather than once per nullable field.
 type storedRow struct {
-	s    StoredKey
+	s    keystore.Key
 	ints [8]int64
 	strs [5]string
 }
 
 // fromRow converts a row of the apikey model.
-func fromRow(r core.Row) *StoredKey {
+func fromRow(r core.Row) *keystore.Key {
 	a := &storedRow{}
 	ni, ns := 0, 0
 	nullInt := func(f string) *int64 {
@@ -194,7 +143,7 @@ func fromRow(r core.Row) *StoredKey {
 		*p, ns = v, ns+1
 		return p
 	}
-	a.s = StoredKey{
+	a.s = keystore.Key{
 		ID:                  r.Int("id"),
 		ConfigID:            r.Text("configId"),
 		Name:                nullText("name"),
@@ -222,7 +171,7 @@ func fromRow(r core.Row) *StoredKey {
 }
 
 // values returns the stored key as the field values of a Create, without id.
-func (s *StoredKey) values() map[string]any {
+func values(s *keystore.Key) map[string]any {
 	return map[string]any{
 		"configId":            s.ConfigID,
 		"name":                s.Name,

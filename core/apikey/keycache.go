@@ -4,6 +4,8 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // DefaultKeyStateCache is how many keys a [Manager] in database mode
@@ -37,7 +39,7 @@ type keyShard struct {
 // guard that do not change from one verification to the next, boxed once
 // (see guardValues).
 type remembered struct {
-	s *StoredKey
+	s *keystore.Key
 	g *guardValues
 }
 
@@ -50,7 +52,7 @@ type guardValues struct {
 }
 
 // newGuardValues boxes s's stable guard values.
-func newGuardValues(s *StoredKey) *guardValues {
+func newGuardValues(s *keystore.Key) *guardValues {
 	box := func(p *int64) any {
 		if p == nil {
 			return nil
@@ -63,7 +65,7 @@ func newGuardValues(s *StoredKey) *guardValues {
 
 // sameSettings reports whether a and b have the same stable guard values,
 // so that one's guardValues serve the other.
-func sameSettings(a, b *StoredKey) bool {
+func sameSettings(a, b *keystore.Key) bool {
 	eq := func(x, y *int64) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
 	return a.Key == b.Key && eq(a.RateLimitTimeWindow, b.RateLimitTimeWindow) && eq(a.RateLimitMax, b.RateLimitMax) &&
 		eq(a.RefillInterval, b.RefillInterval) && eq(a.RefillAmount, b.RefillAmount)
@@ -87,7 +89,7 @@ func (c *keyCache) shard(hash string) *keyShard {
 
 // get returns the key last seen under hash and its guard values, or nil.
 // The caller must change neither.
-func (c *keyCache) get(hash string) (*StoredKey, *guardValues) {
+func (c *keyCache) get(hash string) (*keystore.Key, *guardValues) {
 	if c == nil {
 		return nil, nil
 	}
@@ -103,7 +105,7 @@ func (c *keyCache) get(hash string) (*StoredKey, *guardValues) {
 // the map's randomised iteration offers first: cheap, and no worse than
 // any other choice for a hint. (A shard with none to give, the others
 // holding every key, does not take it.)
-func (c *keyCache) put(s *StoredKey) {
+func (c *keyCache) put(s *keystore.Key) {
 	if c == nil || s == nil {
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -17,19 +19,19 @@ import (
 type keyStore interface {
 	// verify checks the key whose hash is given, at now, and spends cost.
 	// spend lists the named limits it spends, in name order.
-	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required, spend []LimitSpend) (Result, error)
-	create(ctx context.Context, s *StoredKey) error
-	byID(ctx context.Context, id int64) (*StoredKey, error)
+	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required, spend []keystore.LimitSpend) (Result, error)
+	create(ctx context.Context, s *keystore.Key) error
+	byID(ctx context.Context, id int64) (*keystore.Key, error)
 	// list is an owner's keys in creation order; page those with ids above
 	// after, in id order, at most limit.
-	list(ctx context.Context, ref string) ([]*StoredKey, error)
-	page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error)
-	update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error)
+	list(ctx context.Context, ref string) ([]*keystore.Key, error)
+	page(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error)
+	update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error)
 	delete(ctx context.Context, id int64) (bool, error)
 	deleteExpired(ctx context.Context, now time.Time) (int64, error)
 	// reroll gives key id the hash that mk makes from its prefix, the old
 	// one opening it for grace more; nil for an unknown id.
-	reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error)
+	reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*keystore.Key, error)
 	// setOwnerLimits makes cfg (Limits text, nil for none) an owner's
 	// limits, and ownerLimits reads them with their counters.
 	setOwnerLimits(ctx context.Context, ref string, cfg *string) error
@@ -43,16 +45,16 @@ type keyStore interface {
 type dbKeys struct{ m *Manager }
 
 // verify decides on the clock's time at each attempt rather than now.
-func (d dbKeys) verify(ctx context.Context, hash string, _ time.Time, cost int64, req *required, spend []LimitSpend) (Result, error) {
+func (d dbKeys) verify(ctx context.Context, hash string, _ time.Time, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
 	if len(spend) > 0 {
 		return d.m.verifyLimited(ctx, hash, cost, req, spend)
 	}
 	return d.m.verifyDB(ctx, hash, cost, req)
 }
 
-func (d dbKeys) create(ctx context.Context, s *StoredKey) error { return d.m.dbCreate(ctx, s) }
+func (d dbKeys) create(ctx context.Context, s *keystore.Key) error { return d.m.dbCreate(ctx, s) }
 
-func (d dbKeys) byID(ctx context.Context, id int64) (*StoredKey, error) {
+func (d dbKeys) byID(ctx context.Context, id int64) (*keystore.Key, error) {
 	s, err := d.m.dbFind(ctx, core.Eq("id", id))
 	if err != nil || s == nil {
 		return s, err
@@ -60,7 +62,7 @@ func (d dbKeys) byID(ctx context.Context, id int64) (*StoredKey, error) {
 	return s, d.m.dbAttachLimits(ctx, s)
 }
 
-func (d dbKeys) list(ctx context.Context, ref string) ([]*StoredKey, error) {
+func (d dbKeys) list(ctx context.Context, ref string) ([]*keystore.Key, error) {
 	list, err := d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref)}, 0)
 	if err != nil {
 		return nil, err
@@ -68,7 +70,7 @@ func (d dbKeys) list(ctx context.Context, ref string) ([]*StoredKey, error) {
 	return list, d.m.dbAttachLimits(ctx, list...)
 }
 
-func (d dbKeys) page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error) {
+func (d dbKeys) page(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
 	list, err := d.m.dbList(ctx, []core.Where{core.Eq("referenceId", ref), core.Gt("id", after)}, limit)
 	if err != nil {
 		return nil, err
@@ -76,7 +78,7 @@ func (d dbKeys) page(ctx context.Context, ref string, after int64, limit int) ([
 	return list, d.m.dbAttachLimits(ctx, list...)
 }
 
-func (d dbKeys) update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
+func (d dbKeys) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	return d.m.dbUpdate(ctx, id, f)
 }
 
@@ -86,7 +88,7 @@ func (d dbKeys) deleteExpired(ctx context.Context, now time.Time) (int64, error)
 	return d.m.dbDeleteExpired(ctx, now)
 }
 
-func (d dbKeys) reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error) {
+func (d dbKeys) reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*keystore.Key, error) {
 	return d.m.dbReroll(ctx, id, mk, now, grace)
 }
 
@@ -98,13 +100,13 @@ func (d dbKeys) name() string {
 }
 
 // page is list, cut: a storage has no order to ask for.
-func (st *storeOnly) page(ctx context.Context, ref string, after int64, limit int) ([]*StoredKey, error) {
+func (st *storeOnly) page(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
 	list, err := st.list(ctx, ref)
 	if err != nil {
 		return nil, err
 	}
-	list = slices.DeleteFunc(list, func(s *StoredKey) bool { return s.ID <= after })
-	slices.SortFunc(list, func(a, b *StoredKey) int { return cmp.Compare(a.ID, b.ID) })
+	list = slices.DeleteFunc(list, func(s *keystore.Key) bool { return s.ID <= after })
+	slices.SortFunc(list, func(a, b *keystore.Key) int { return cmp.Compare(a.ID, b.ID) })
 	return list[:min(len(list), limit)], nil
 }
 

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -34,7 +36,7 @@ func (m *Manager) limitsUsable(op string) error {
 
 // verifyLimited is verifyDB for a verification that names limits. It
 // decides on a read, never on a remembered key, and bypasses the cache.
-func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, req *required, spend []LimitSpend) (Result, error) {
+func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
 	if m.schema.noLimits.Load() != nil {
 		// No table, so no key has a named limit: none limits it.
 		return m.verifyDB(ctx, hash, cost, req)
@@ -52,23 +54,21 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			m.keys.drop(hash)
 			return denied(CodeInvalid, 0, nil), nil
 		}
-		lims := keyLimitChecks(s, spend)
+		lims := keyLimitRows(s, spend)
 		rows, err := m.dbLimitRows(ctx, lims)
 		if err != nil {
 			return Result{}, err
 		}
-		for i := range lims {
-			if r, ok := rows[lims[i].row]; ok {
-				c, n := rowLimit(r)
-				lims[i].present, lims[i].max, lims[i].window, lims[i].count, lims[i].start = true, c.Max, c.Window, n.Count, n.Start
-			}
+		owner := attachRows(s, lims, rows)
+		claim := keystore.Request{Now: now.UnixMilli(), Cost: cost, Limits: spend}
+		if req != nil {
+			claim.RequireAll, claim.RequireAny = req.all, req.any
 		}
-		p := decide(s, now.UnixMilli(), cost, req, lims)
-		if p.code != "" || cost == 0 {
-			setLimits(s, lims, rows)
+		p := keystore.Decide(s, owner, claim)
+		if p.Code != "" || cost == 0 {
 			return m.answerRead(ctx, s, hash, p, now)
 		}
-		var after *StoredKey
+		var after *keystore.Key
 		err = m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 			b := requests.Get().(*requestBuf)
 			row, ok, err := tx.IncrementOne(ctx, consumeRequest(s, newGuardValues(s), p, req, now, cost, b))
@@ -81,10 +81,11 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 			}
 			after = fromRow(row)
 			for i, l := range lims {
-				if !l.present || l.Cost == 0 {
+				r, present := rows[l.row]
+				if !present || l.Cost == 0 {
 					continue
 				}
-				row, ok, err := tx.IncrementOne(ctx, limitRequest(l, p.limitReset&(1<<i) != 0, now))
+				row, ok, err := tx.IncrementOne(ctx, limitRequest(l, r, p.Opens&(1<<i) != 0, now))
 				if err != nil {
 					return err
 				}
@@ -105,8 +106,8 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		// The cached copy, if any, is now behind: a check of cost 0,
 		// answered from the cache alone, would see the key as it was.
 		m.uncache(ctx, after.Key)
-		setLimits(after, lims, rows)
-		k, err := after.toKey()
+		attachRows(after, lims, rows)
+		k, err := toKey(after)
 		if err != nil {
 			return Result{}, err
 		}
@@ -118,46 +119,55 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded writes lost the race %d times", core.ErrContention, m.o.maxAttempts)
 }
 
-// limitRequest is the guarded write of one named limit: it opens a new
-// window (only when the one read has ended, so of concurrent openers only
-// the first matches) or adds to the open one while it has room, and only
-// while the limit's max and window are those decided on.
-func limitRequest(l limitCheck, open bool, now time.Time) core.IncrementRequest {
+// limitRequest is the guarded write of one named limit, whose row r was
+// read: it opens a new window (only when the one read has ended, so of
+// concurrent openers only the first matches) or adds to the open one while
+// it has room, and only while the limit's max and window are those read.
+func limitRequest(l limitRow, r core.Row, open bool, now time.Time) core.IncrementRequest {
 	ms := now.UnixMilli()
+	c, _ := rowLimit(r)
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKeyLimit,
-		Where: []core.Where{core.Eq("key", l.row), core.Eq("max", l.max), core.Eq("window", l.window)},
+		Where: []core.Where{core.Eq("key", l.row), core.Eq("max", c.Max), core.Eq("window", c.Window)},
 	}
 	if open {
-		req.Where = append(req.Where, core.Lte("windowStart", ms-l.window))
+		req.Where = append(req.Where, core.Lte("windowStart", ms-c.Window))
 		req.Set = map[string]any{"count": l.Cost, "windowStart": ms}
 	} else {
-		req.Where = append(req.Where, core.Gt("windowStart", ms-l.window), core.Lte("count", l.max-l.Cost))
+		req.Where = append(req.Where, core.Gt("windowStart", ms-c.Window), core.Lte("count", c.Max-l.Cost))
 		req.Increment = map[string]int64{"count": l.Cost}
 	}
 	return req
 }
 
-// keyLimitChecks lists what spend spends of the key s and of its owner:
-// the key's limits, then its owner's, the order of their row keys, in
-// which the transaction locks them.
-func keyLimitChecks(s *StoredKey, spend []LimitSpend) []limitCheck {
-	lims := make([]limitCheck, 2*len(spend))
+// limitRow is a named limit that a verification spends, of the key or of
+// its owner, with the unique key of its row.
+type limitRow struct {
+	keystore.LimitSpend
+	owner bool
+	row   string
+}
+
+// keyLimitRows lists what spend spends of the key s and of its owner: the
+// key's limits, then its owner's, the order of their row keys, in which
+// the transaction locks them, and the order of keystore.Plan.Opens.
+func keyLimitRows(s *keystore.Key, spend []keystore.LimitSpend) []limitRow {
+	lims := make([]limitRow, 2*len(spend))
 	owner := Hash(s.ReferenceID)
 	for i, sp := range spend {
-		lims[i] = limitCheck{LimitSpend: sp, row: limitRowKey(s.ID, sp.Name)}
-		lims[len(spend)+i] = limitCheck{LimitSpend: sp, owner: true, row: ownerRowKey(owner, sp.Name)}
+		lims[i] = limitRow{LimitSpend: sp, row: limitRowKey(s.ID, sp.Name)}
+		lims[len(spend)+i] = limitRow{LimitSpend: sp, owner: true, row: ownerRowKey(owner, sp.Name)}
 	}
 	return lims
 }
 
 // rowLimit is a named limit's row as stored-key limit and counter.
-func rowLimit(r core.Row) (limitConfig, limitCount) {
-	return limitConfig{Max: r.Int("max"), Window: r.Int("window")}, limitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
+func rowLimit(r core.Row) (keystore.LimitConfig, keystore.LimitCount) {
+	return keystore.LimitConfig{Max: r.Int("max"), Window: r.Int("window")}, keystore.LimitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
 }
 
 // dbLimitRows reads the rows of lims, by row key.
-func (m *Manager) dbLimitRows(ctx context.Context, lims []limitCheck) (map[string]core.Row, error) {
+func (m *Manager) dbLimitRows(ctx context.Context, lims []limitRow) (map[string]core.Row, error) {
 	keys := make([]any, len(lims))
 	for i, l := range lims {
 		keys[i] = l.row
@@ -173,23 +183,31 @@ func (m *Manager) dbLimitRows(ctx context.Context, lims []limitCheck) (map[strin
 	return out, nil
 }
 
-// setLimits gives s the limits of its own that lims found, as rows holds
-// them.
-func setLimits(s *StoredKey, lims []limitCheck, rows map[string]core.Row) {
-	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
+// attachRows gives s the limits of its own that rows holds of lims, and
+// returns a record of its owner's, as a storage keeps them.
+func attachRows(s *keystore.Key, lims []limitRow, rows map[string]core.Row) (owner *keystore.Key) {
+	cfg, counts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
+	ownerCfg, ownerCounts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
 	for _, l := range lims {
-		if l.owner {
-			continue
-		}
-		if r, ok := rows[l.row]; ok {
+		r, ok := rows[l.row]
+		switch {
+		case !ok:
+		case l.owner:
+			ownerCfg[l.Name], ownerCounts[l.Name] = rowLimit(r)
+		default:
 			cfg[l.Name], counts[l.Name] = rowLimit(r)
 		}
 	}
-	s.Limits, s.LimitCounts = encodeMap(cfg), encodeMap(counts)
+	s.SetLimitConfigs(cfg)
+	s.SetLimitCounters(counts)
+	owner = new(keystore.Key)
+	owner.SetLimitConfigs(ownerCfg)
+	owner.SetLimitCounters(ownerCounts)
+	return owner
 }
 
 // dbAttachLimits reads the named limits of the keys and sets them.
-func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error {
+func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*keystore.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -204,16 +222,17 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 	if err != nil {
 		return err
 	}
-	cfg, counts := map[int64]map[string]limitConfig{}, map[int64]map[string]limitCount{}
+	cfg, counts := map[int64]map[string]keystore.LimitConfig{}, map[int64]map[string]keystore.LimitCount{}
 	for _, r := range rows {
 		id, name := r.Int("keyId"), r.Text("name")
 		if cfg[id] == nil {
-			cfg[id], counts[id] = map[string]limitConfig{}, map[string]limitCount{}
+			cfg[id], counts[id] = map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
 		}
 		cfg[id][name], counts[id][name] = rowLimit(r)
 	}
 	for _, s := range keys {
-		s.Limits, s.LimitCounts = encodeMap(cfg[s.ID]), encodeMap(counts[s.ID])
+		s.SetLimitConfigs(cfg[s.ID])
+		s.SetLimitCounters(counts[s.ID])
 	}
 	return nil
 }
@@ -223,14 +242,14 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*StoredKey) error 
 func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
 	return dbReplaceLimits(ctx, tx, core.Eq("keyId", id), func(name string) map[string]any {
 		return map[string]any{"key": limitRowKey(id, name), "keyId": id}
-	}, decodeMap[limitConfig](cfg))
+	}, (&keystore.Key{Limits: cfg}).LimitConfigs())
 }
 
 // dbReplaceLimits makes the named limits that owned matches, inside tx,
 // exactly want: it deletes the others, changes the max and window of those
 // that stay (keeping their counters) and creates the new ones, with the
 // fields newRow gives besides name, max and window.
-func dbReplaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow func(name string) map[string]any, want map[string]limitConfig) error {
+func dbReplaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow func(name string) map[string]any, want map[string]keystore.LimitConfig) error {
 	rows, err := tx.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{owned}, nil)
 	if err != nil {
 		return err

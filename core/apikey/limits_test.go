@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
@@ -186,13 +188,13 @@ func TestOwnerLimits(t *testing.T) {
 		t.Run(name, func(t *testing.T) { testOwnerLimits(t, e) })
 	}
 	ctx := context.Background()
-	s := NewMemoryStore(nil)
+	s := memory.NewStorage()
 	m, err := NewStorageOnly(claimerOnly{s, s})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.SetOwnerLimits(ctx, "team-1", nil); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "OwnerSharing") {
-		t.Fatalf("SetOwnerLimits on a storage without OwnerSharing: err = %v, want ErrUnsupported naming it", err)
+	if err := m.SetOwnerLimits(ctx, "team-1", nil); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "keystore.OwnerSharing") {
+		t.Fatalf("SetOwnerLimits on a storage without keystore.OwnerSharing: err = %v, want ErrUnsupported naming it", err)
 	}
 	if _, err := NewStorageOnly(s, WithStoragePrefix("app{")); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("a prefix with an open hash tag: err = %v, want ErrInvalid", err)
@@ -205,7 +207,7 @@ func TestOwnerLimits(t *testing.T) {
 // claimerOnly is a storage that claims but declares no optional capability.
 type claimerOnly struct {
 	driver.SecondaryStorage
-	Claimer
+	keystore.Claimer
 }
 
 func testOwnerLimits(t *testing.T, e *env) {

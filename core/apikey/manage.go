@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -76,8 +78,8 @@ func (u UpdateParams) fields() (map[string]any, error) {
 		if err := checkRateLimit(*u.RateLimit); err != nil {
 			return nil, err
 		}
-		var s StoredKey
-		s.setRateLimit(*u.RateLimit)
+		var s keystore.Key
+		setRateLimit(&s, *u.RateLimit)
 		f["rateLimitEnabled"], f["rateLimitTimeWindow"], f["rateLimitMax"] = s.RateLimitEnabled, nilIfNil(s.RateLimitTimeWindow), nilIfNil(s.RateLimitMax)
 	}
 	if u.Metadata != nil {
@@ -140,7 +142,7 @@ func (m *Manager) Get(ctx context.Context, id int64) (*Key, error) {
 	if s == nil {
 		return nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
 	}
-	return s.toKey()
+	return toKey(s)
 }
 
 // List returns the keys of an owner, in creation order.
@@ -154,7 +156,7 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 	}
 	out := make([]*Key, 0, len(list))
 	for _, s := range list {
-		k, err := s.toKey()
+		k, err := toKey(s)
 		if err != nil {
 			return nil, err
 		}
@@ -189,7 +191,7 @@ func (m *Manager) Update(ctx context.Context, id int64, u UpdateParams) (*Key, e
 	if s == nil {
 		return nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
 	}
-	k, err := s.toKey()
+	k, err := toKey(s)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +253,7 @@ func (m *Manager) ListPage(ctx context.Context, referenceID string, after int64,
 	}
 	keys = make([]*Key, 0, len(list))
 	for _, s := range list {
-		k, err := s.toKey()
+		k, err := toKey(s)
 		if err != nil {
 			return nil, 0, err
 		}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -183,17 +185,17 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 }
 
 // NewStorageOnly returns a manager keeping keys only in s, with no
-// database. s must implement [Claimer], so that verification stays atomic;
+// database. s must implement [keystore.Claimer], so that verification stays atomic;
 // a storage without it is refused with [core.ErrUnsupported] (use [New]
 // with [WithCache] instead, keeping the database as the source of truth).
-// Listing by reference and DeleteExpired need s to implement [Indexer] too.
+// Listing by reference and DeleteExpired need s to implement [keystore.Indexer] too.
 func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error) {
 	if isNil(s) {
 		return nil, invalidf("NewStorageOnly: nil storage")
 	}
-	c, ok := s.(Claimer)
+	c, ok := s.(keystore.Claimer)
 	if !ok {
-		return nil, fmt.Errorf("apikey: NewStorageOnly: %w: storage %T does not implement apikey.Claimer, "+
+		return nil, fmt.Errorf("apikey: NewStorageOnly: %w: storage %T does not implement keystore.Claimer, "+
 			"so quota and rate limit cannot be consumed atomically; use apikey.New with WithCache to keep the database as the source of truth", core.ErrUnsupported, s)
 	}
 	o, err := buildOptions("NewStorageOnly", opts)
@@ -206,9 +208,9 @@ func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error)
 	if o.keyStateSet {
 		return nil, invalidf("NewStorageOnly: WithKeyStateCache applies to database mode only")
 	}
-	ix, _ := s.(Indexer)
-	_, rerolls := s.(Rerollable)
-	_, owners := s.(OwnerSharing)
+	ix, _ := s.(keystore.Indexer)
+	_, rerolls := s.(keystore.Rerollable)
+	_, owners := s.(keystore.OwnerSharing)
 	if owners {
 		if err := checkPrefixTag(o.prefix); err != nil {
 			return nil, err

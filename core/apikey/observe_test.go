@@ -63,7 +63,7 @@ func TestObserverSeesEveryChange(t *testing.T) {
 			var m *Manager
 			var err error
 			if storageOnly {
-				m, err = NewStorageOnly(NewMemoryStore(clock.Now), WithClock(clock.Now), observe)
+				m, err = NewStorageOnly(memory.NewStorage(memory.WithClock(clock.Now)), WithClock(clock.Now), observe)
 			} else {
 				var db *core.DB
 				if db, err = core.New(memory.New()); err == nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -20,7 +22,7 @@ import (
 //
 // In database mode it needs the apikeyLimit table ([core.APIKeyLimitModel]),
 // or fails with [core.ErrSchema]. In storage-only mode it needs a storage
-// that implements [OwnerSharing], or fails with [core.ErrUnsupported], and
+// that implements [keystore.OwnerSharing], or fails with [core.ErrUnsupported], and
 // the owner's limits apply to the keys created by such a manager: each is
 // stored with its owner's limits, under one {hash tag}.
 func (m *Manager) SetOwnerLimits(ctx context.Context, referenceID string, limits map[string]NamedLimit) error {
@@ -67,7 +69,7 @@ func checkOwner(referenceID string) error {
 // record yet, one is made.
 func (st *storeOnly) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
 	if !st.owners {
-		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage %T does not implement apikey.OwnerSharing", core.ErrUnsupported, st.c)
+		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage %T does not implement keystore.OwnerSharing", core.ErrUnsupported, st.c)
 	}
 	key := st.ownerKey(Hash(ref))
 	if cfg == nil {
@@ -76,7 +78,7 @@ func (st *storeOnly) setOwnerLimits(ctx context.Context, ref string, cfg *string
 	if _, ok, err := st.c.Patch(ctx, key, map[string]any{"limits": *cfg}); err != nil || ok {
 		return err
 	}
-	v, err := json.Marshal(&StoredKey{ReferenceID: ref, Limits: cfg})
+	v, err := json.Marshal(&keystore.Key{ReferenceID: ref, Limits: cfg})
 	if err != nil {
 		return err
 	}
@@ -92,7 +94,7 @@ func (st *storeOnly) ownerLimits(ctx context.Context, ref string) (map[string]Li
 	if err != nil || s == nil {
 		return nil, err
 	}
-	return s.usage(), nil
+	return usage(s), nil
 }
 
 func (d dbKeys) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
@@ -103,7 +105,7 @@ func (d dbKeys) setOwnerLimits(ctx context.Context, ref string, cfg *string) err
 	if err := m.limitsUsable("SetOwnerLimits"); err != nil {
 		return err
 	}
-	want := decodeMap[limitConfig](cfg)
+	want := (&keystore.Key{Limits: cfg}).LimitConfigs()
 	return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 		return dbReplaceLimits(ctx, tx, core.Eq("owner", ref), func(name string) map[string]any {
 			return map[string]any{"key": ownerRowKey(Hash(ref), name), "keyId": int64(0), "owner": ref}
@@ -120,11 +122,13 @@ func (d dbKeys) ownerLimits(ctx context.Context, ref string) (map[string]LimitUs
 	if err != nil {
 		return nil, err
 	}
-	cfg, counts := map[string]limitConfig{}, map[string]limitCount{}
+	cfg, counts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
 	for _, r := range rows {
 		name := r.Text("name")
 		cfg[name], counts[name] = rowLimit(r)
 	}
-	s := StoredKey{Limits: encodeMap(cfg), LimitCounts: encodeMap(counts)}
-	return s.usage(), nil
+	var s keystore.Key
+	s.SetLimitConfigs(cfg)
+	s.SetLimitCounters(counts)
+	return usage(&s), nil
 }

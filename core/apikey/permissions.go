@@ -2,21 +2,15 @@ package apikey
 
 import (
 	"cmp"
-	"encoding/json"
 	"slices"
-)
 
-// Permission is one action on one resource, as a key's Permissions map
-// lists them (resource → actions).
-type Permission struct {
-	Resource string
-	Action   string
-}
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+)
 
 // required is what a verification asks of a key's permissions: every one
 // of all, and at least one of any when any is not empty.
 type required struct {
-	all, any []Permission
+	all, any []keystore.Permission
 }
 
 // none reports whether r asks for nothing.
@@ -24,23 +18,23 @@ func (r *required) none() bool { return r == nil || (len(r.all) == 0 && len(r.an
 
 // flatten lists a resource → actions map as permissions, in a stable
 // order, refusing empty names.
-func flatten(what string, p map[string][]string) ([]Permission, error) {
+func flatten(what string, p map[string][]string) ([]keystore.Permission, error) {
 	if len(p) == 0 {
 		return nil, invalidf("%s: no permission given", what)
 	}
 	if err := checkPermissions(p); err != nil {
 		return nil, invalidf("%s: %v", what, err)
 	}
-	var out []Permission
+	var out []keystore.Permission
 	for res, actions := range p {
 		if len(actions) == 0 {
 			return nil, invalidf("%s: resource %q lists no action", what, res)
 		}
 		for _, a := range actions {
-			out = append(out, Permission{res, a})
+			out = append(out, keystore.Permission{Resource: res, Action: a})
 		}
 	}
-	slices.SortFunc(out, func(a, b Permission) int {
+	slices.SortFunc(out, func(a, b keystore.Permission) int {
 		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Action, b.Action))
 	})
 	return slices.Compact(out), nil
@@ -66,28 +60,4 @@ func AnyPermission(any map[string][]string) VerifyOption {
 	return func(o *verifyOptions) {
 		o.req.any, o.err = append(o.req.any, ps...), cmp.Or(o.err, err)
 	}
-}
-
-// permitted reports whether the stored permissions (JSON text of resource
-// → actions, or nil) satisfy r. Malformed JSON holds no permission.
-func permitted(stored *string, r *required) bool {
-	if r.none() {
-		return true
-	}
-	var held map[string][]string
-	if stored != nil && *stored != "" {
-		if json.Unmarshal([]byte(*stored), &held) != nil {
-			held = nil
-		}
-	}
-	has := func(p Permission) bool { return slices.Contains(held[p.Resource], p.Action) }
-	for _, p := range r.all {
-		if !has(p) {
-			return false
-		}
-	}
-	if len(r.any) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(r.any, has)
 }

@@ -81,7 +81,7 @@ func TestVerifyPermissions(t *testing.T) {
 	})
 }
 
-// Permission names JSON would not keep byte for byte, or no store can hold,
+// keystore.Permission names JSON would not keep byte for byte, or no store can hold,
 // are refused before anything is written.
 func TestCreatePermissionNames(t *testing.T) {
 	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -331,7 +333,7 @@ func TestWithKeyStateCacheRefusesBadInput(t *testing.T) {
 	if _, err := New(db, WithKeyStateCache(-1)); !isInvalidNaming(err, "WithKeyStateCache") {
 		t.Fatalf("New(WithKeyStateCache(-1)): %v", err)
 	}
-	if _, err := NewStorageOnly(NewMemoryStore(nil), WithKeyStateCache(10)); !isInvalidNaming(err, "WithKeyStateCache") {
+	if _, err := NewStorageOnly(memory.NewStorage(), WithKeyStateCache(10)); !isInvalidNaming(err, "WithKeyStateCache") {
 		t.Fatalf("NewStorageOnly(WithKeyStateCache(10)): %v", err)
 	}
 }
@@ -359,22 +361,22 @@ func (c *keyCache) len() int {
 func TestGuardValuesFollowSettings(t *testing.T) {
 	c := newKeyCache(4)
 	w, m1, m2 := int64(3_600_000), int64(1<<40), int64(1<<41)
-	s1 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 1}
+	s1 := &keystore.Key{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 1}
 	c.put(s1)
 	_, g1 := c.get("h")
-	s2 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 2}
+	s2 := &keystore.Key{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m1, RequestCount: 2}
 	c.put(s2)
 	got, g2 := c.get("h")
 	if got != s2 || g2 != g1 {
 		t.Fatalf("same settings: got key %p guard %p, want %p and the first guard %p", got, g2, s2, g1)
 	}
-	s3 := &StoredKey{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m2}
+	s3 := &keystore.Key{Key: "h", RateLimitTimeWindow: &w, RateLimitMax: &m2}
 	c.put(s3)
 	_, g3 := c.get("h")
 	if g3 == g1 || g3.max != any(m2) || g3.window != any(w) || g3.key != any("h") || g3.interval != nil || g3.amount != nil {
 		t.Fatalf("changed max: guard %+v, want a new one with max %d", g3, m2)
 	}
-	req := consumeRequest(s3, g3, decide(s3, epoch.UnixMilli(), 1, nil, nil), nil, epoch, 1, requests.Get().(*requestBuf))
+	req := consumeRequest(s3, g3, decideRead(s3, epoch, 1, nil), nil, epoch, 1, requests.Get().(*requestBuf))
 	found := false
 	for _, wh := range req.Where {
 		if wh.Field == "rateLimitMax" {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -30,7 +32,7 @@ import (
 // checks its schema ([Manager.CheckSchema]), so a manager started before
 // the table was created ignores rerolled keys' old plaintexts until it
 // checks again. In storage-only mode the storage must implement
-// [Rerollable], or Reroll fails with [core.ErrUnsupported]; two rerolls of
+// [keystore.Rerollable], or Reroll fails with [core.ErrUnsupported]; two rerolls of
 // one key at once there leave the later one's plaintext, the earlier one's
 // stopping at once.
 //
@@ -66,7 +68,7 @@ func (m *Manager) Reroll(ctx context.Context, id int64, grace time.Duration) (pl
 	if s == nil {
 		return "", nil, fmt.Errorf("apikey: key %d: %w", id, core.ErrNotFound)
 	}
-	if key, err = s.toKey(); err != nil {
+	if key, err = toKey(s); err != nil {
 		return "", nil, err
 	}
 	m.changed(ctx, start, Event{Kind: Rerolled, Key: key})
@@ -87,7 +89,7 @@ var errRerollRaced = errors.New("apikey: the key was rerolled meanwhile")
 // flight with the old hash either wrote before the transaction, or miss
 // (their write is guarded on the hash they read) and read again, finding
 // the row through the rerolledKey table; the counters never move.
-func (m *Manager) dbReroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error) {
+func (m *Manager) dbReroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*keystore.Key, error) {
 	if grace > 0 {
 		if p := m.schema.noRerolls.Load(); p != nil {
 			return nil, fmt.Errorf("apikey: Reroll: a grace period needs the %s table: %w", core.ModelRerolledKey, *p)
@@ -98,7 +100,7 @@ func (m *Manager) dbReroll(ctx context.Context, id int64, mk newKey, now time.Ti
 		if err != nil || s == nil {
 			return nil, err
 		}
-		var after *StoredKey
+		var after *keystore.Key
 		hash, start := mk(deref(s.Prefix))
 		err = m.invalidateAround(ctx, "Reroll", []string{s.Key}, func(ctx context.Context) error {
 			return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
@@ -136,7 +138,7 @@ func (m *Manager) dbReroll(ctx context.Context, id int64, mk newKey, now time.Ti
 
 // dbRead reads the key that hash opens at now: the key with that hash, or
 // the one an old hash of it still opens (rerolled true); nil for none.
-func (m *Manager) dbRead(ctx context.Context, hash string, now time.Time) (s *StoredKey, rerolled bool, err error) {
+func (m *Manager) dbRead(ctx context.Context, hash string, now time.Time) (s *keystore.Key, rerolled bool, err error) {
 	if s, err = m.dbFind(ctx, core.Eq("key", hash)); err != nil || s != nil {
 		return s, false, err
 	}
@@ -145,7 +147,7 @@ func (m *Manager) dbRead(ctx context.Context, hash string, now time.Time) (s *St
 }
 
 // dbRerolled finds the key that an old hash still opens at now, or nil.
-func (m *Manager) dbRerolled(ctx context.Context, hash string, now time.Time) (*StoredKey, error) {
+func (m *Manager) dbRerolled(ctx context.Context, hash string, now time.Time) (*keystore.Key, error) {
 	if m.schema.noRerolls.Load() != nil {
 		return nil, nil
 	}
@@ -170,14 +172,14 @@ func (m *Manager) dbForgetRerolled(ctx context.Context, where core.Where) error 
 // location) and, in order: points the new hash to the location, which
 // opens nothing until the key holds that hash; then patches the key to
 // hold it, listing the old hash with the end of its grace in Rerolled
-// (claims check both, rule 0 of ApplyClaim, atomically with the record);
+// (claims check both, rule 0 of keystore.Apply, atomically with the record);
 // then lets the old hash's pointer, if it had one, expire with its grace.
 // A failure midway leaves at worst a pointer that opens nothing. Two
 // rerolls of one key at once: the later patch wins, and the plaintext the
 // earlier one returned stops at once.
-func (st *storeOnly) reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*StoredKey, error) {
+func (st *storeOnly) reroll(ctx context.Context, id int64, mk newKey, now time.Time, grace time.Duration) (*keystore.Key, error) {
 	if !st.rerolls {
-		return nil, fmt.Errorf("apikey: Reroll: %w: storage %T does not implement apikey.Rerollable", core.ErrUnsupported, st.c)
+		return nil, fmt.Errorf("apikey: Reroll: %w: storage %T does not implement keystore.Rerollable", core.ErrUnsupported, st.c)
 	}
 	loc, s, err := st.located(ctx, id)
 	if err != nil || s == nil {
@@ -185,7 +187,7 @@ func (st *storeOnly) reroll(ctx context.Context, id int64, mk newKey, now time.T
 	}
 	hash, start := mk(deref(s.Prefix))
 	ms := now.UnixMilli()
-	ends := s.rerolledUntil()
+	ends := s.RerolledUntil()
 	var over []string
 	for h, end := range ends {
 		if end <= ms {

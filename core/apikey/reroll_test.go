@@ -178,7 +178,7 @@ func TestRerollDeleteForgetsOldHashes(t *testing.T) {
 // TestRerollCached: a cached copy of the key under its old hash is never
 // answered after the reroll, and the old hash stops at the end of its grace.
 func TestRerollCached(t *testing.T) {
-	cache := NewMemoryStore(nil)
+	cache := memory.NewStorage()
 	e := newEnv(t, WithCache(cache, time.Hour), WithKeyStateCache(0))
 	old, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(10)})
 	wantCode(t, e.verify(t, old), "") // fills the cache under the old hash
@@ -239,8 +239,8 @@ func (s schemaFailing) CheckSchema(_ context.Context, t *driver.Table) error {
 // it checks the hash presented cannot reroll, since it would let the old
 // plaintext work for ever.
 func TestRerollNeedsRerollable(t *testing.T) {
-	s := NewMemoryStore(nil)
-	m, err := NewStorageOnly(claimOnly{s, s}) // Claimer, not Rerollable
+	s := memory.NewStorage()
+	m, err := NewStorageOnly(claimOnly{s, s}) // keystore.Claimer, not keystore.Rerollable
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,8 +248,8 @@ func TestRerollNeedsRerollable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := m.Reroll(context.Background(), k.ID, time.Hour); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "Rerollable") {
-		t.Fatalf("Reroll on a storage without Rerollable: err = %v, want ErrUnsupported naming Rerollable", err)
+	if _, _, err := m.Reroll(context.Background(), k.ID, time.Hour); !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "keystore.Rerollable") {
+		t.Fatalf("Reroll on a storage without keystore.Rerollable: err = %v, want ErrUnsupported naming keystore.Rerollable", err)
 	}
 }
 

@@ -3,6 +3,8 @@ package apikey
 import (
 	"net/http"
 	"time"
+
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // Code identifies the outcome of a verification. The values are stable and
@@ -12,13 +14,13 @@ type Code string
 // The denial codes. A successful verification has the empty code.
 const (
 	CodeInvalid       Code = "INVALID_API_KEY" // unknown key (or deleted during verification)
-	CodeDisabled      Code = "KEY_DISABLED"
-	CodeExpired       Code = "KEY_EXPIRED"
-	CodeUsageExceeded Code = "USAGE_EXCEEDED" // quota exhausted
-	CodeRateLimited   Code = "RATE_LIMITED"   // per-key rate limit reached
+	CodeDisabled           = Code(keystore.Disabled)
+	CodeExpired            = Code(keystore.Expired)
+	CodeUsageExceeded      = Code(keystore.UsageExceeded) // quota exhausted
+	CodeRateLimited        = Code(keystore.RateLimited)   // per-key rate limit reached
 	// CodeForbidden: the key lacks a permission the request requires (see
 	// [Permissions] and [AnyPermission]).
-	CodeForbidden Code = "INSUFFICIENT_PERMISSIONS"
+	CodeForbidden = Code(keystore.Forbidden)
 )
 
 // Status returns the HTTP status for the code: 401 for an invalid,

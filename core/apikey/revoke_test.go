@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -65,7 +67,7 @@ var revocable = CreateParams{RateLimit: noRateLimit(), Metadata: map[string]any{
 
 // faultyCache is a cache whose writes fail on demand.
 type faultyCache struct {
-	*MemoryStore
+	*memory.Storage
 	failDelete atomic.Bool
 	failSet    atomic.Bool
 }
@@ -76,14 +78,14 @@ func (c *faultyCache) Set(ctx context.Context, key, value string, ttl time.Durat
 	if c.failSet.Load() {
 		return errCacheDown
 	}
-	return c.MemoryStore.Set(ctx, key, value, ttl)
+	return c.Storage.Set(ctx, key, value, ttl)
 }
 
 func (c *faultyCache) Delete(ctx context.Context, key string) error {
 	if c.failDelete.Load() {
 		return errCacheDown
 	}
-	return c.MemoryStore.Delete(ctx, key)
+	return c.Storage.Delete(ctx, key)
 }
 
 // checkAllCosts verifies key with cost 0 and cost 1, and through the
@@ -129,7 +131,7 @@ func TestRevocationWhenTheCacheFails(t *testing.T) {
 	for _, f := range faults {
 		for _, rv := range revocations {
 			t.Run(f.name+"/"+rv.name, func(t *testing.T) {
-				cache := &faultyCache{MemoryStore: NewMemoryStore(nil)}
+				cache := &faultyCache{Storage: memory.NewStorage()}
 				e := newEnv(t, WithCache(cache, time.Hour))
 				key, k := e.create(t, revocable)
 				if r := e.verify(t, key, Cost(0)); !r.Valid { // fills the cache
@@ -161,7 +163,7 @@ func TestRevocationWhenTheCacheFails(t *testing.T) {
 // storage key) made while it is armed until the test releases it: the
 // late fill of a verification that read the key before a change.
 type heldCache struct {
-	*MemoryStore
+	*memory.Storage
 	prefix   string // of the cached keys
 	armed    atomic.Bool
 	arrived  chan struct{}
@@ -169,7 +171,7 @@ type heldCache struct {
 }
 
 func newHeldCache() *heldCache {
-	return &heldCache{MemoryStore: NewMemoryStore(nil), prefix: "sluice:apikey:key:",
+	return &heldCache{Storage: memory.NewStorage(), prefix: "sluice:apikey:key:",
 		arrived: make(chan struct{}), released: make(chan struct{})}
 }
 
@@ -178,7 +180,7 @@ func (c *heldCache) Set(ctx context.Context, key, value string, ttl time.Duratio
 		close(c.arrived)
 		<-c.released
 	}
-	return c.MemoryStore.Set(ctx, key, value, ttl)
+	return c.Storage.Set(ctx, key, value, ttl)
 }
 
 // TestRevocationRefusesALateFill makes certain the interleaving that put a
@@ -231,11 +233,11 @@ func TestRevocationRefusesALateFill(t *testing.T) {
 
 // yieldingCache gives the scheduler a chance before every call, as a round
 // trip would, so that verifications and the change interleave in many ways.
-type yieldingCache struct{ *MemoryStore }
+type yieldingCache struct{ *memory.Storage }
 
 func (c yieldingCache) Get(ctx context.Context, key string) (string, bool, error) {
 	runtime.Gosched()
-	return c.MemoryStore.Get(ctx, key)
+	return c.Storage.Get(ctx, key)
 }
 
 // Set yields more than the others: a verification's fill is the step that
@@ -244,12 +246,12 @@ func (c yieldingCache) Set(ctx context.Context, key, value string, ttl time.Dura
 	for range 4 {
 		runtime.Gosched()
 	}
-	return c.MemoryStore.Set(ctx, key, value, ttl)
+	return c.Storage.Set(ctx, key, value, ttl)
 }
 
 func (c yieldingCache) Delete(ctx context.Context, key string) error {
 	runtime.Gosched()
-	return c.MemoryStore.Delete(ctx, key)
+	return c.Storage.Delete(ctx, key)
 }
 
 // yieldingDB does the same for the database.
@@ -318,7 +320,7 @@ func TestRevocationRace(t *testing.T) {
 				var stale int64
 				for range rounds {
 					mem := memory.New()
-					e := newEnvOn(t, mem, yieldingDB{mem}, append([]Option{WithCache(yieldingCache{NewMemoryStore(nil)}, time.Hour)}, opts...)...)
+					e := newEnvOn(t, mem, yieldingDB{mem}, append([]Option{WithCache(yieldingCache{memory.NewStorage()}, time.Hour)}, opts...)...)
 					key, k := e.create(t, revocable)
 					stale += raceRevocation(t, e.m, key, k.ID, rv, verifiers, afterward)
 				}
@@ -335,12 +337,12 @@ func TestRevocationRace(t *testing.T) {
 // under.
 func TestCachedEntryNeedsItsGeneration(t *testing.T) {
 	ctx := context.Background()
-	cache := NewMemoryStore(nil)
+	cache := memory.NewStorage()
 	e := newEnv(t, WithCache(cache, time.Hour))
 	key, k := e.create(t, CreateParams{Remaining: quota(5), RateLimit: noRateLimit()})
 	put := func(gen string, remaining int64) {
 		t.Helper()
-		s := StoredKey{ID: k.ID, Key: k.Hash, ReferenceID: "user-1", Enabled: true, Remaining: quota(remaining)}
+		s := keystore.Key{ID: k.ID, Key: k.Hash, ReferenceID: "user-1", Enabled: true, Remaining: quota(remaining)}
 		b, err := json.Marshal(cacheEntry{Gen: gen, Key: s})
 		if err != nil {
 			t.Fatal(err)
@@ -399,7 +401,7 @@ func TestRevocationRaceCatchesALateFill(t *testing.T) {
 	rv := revocations[0] // disable
 	for i := range tries {
 		mem := memory.New()
-		e := newEnvOn(t, mem, yieldingDB{mem}, WithCache(forgetfulCache{yieldingCache{NewMemoryStore(nil)}}, time.Hour), WithKeyStateCache(0))
+		e := newEnvOn(t, mem, yieldingDB{mem}, WithCache(forgetfulCache{yieldingCache{memory.NewStorage()}}, time.Hour), WithKeyStateCache(0))
 		key, k := e.create(t, revocable)
 		if stale := raceRevocation(t, e.m, key, k.ID, rv, verifiers, afterward); stale > 0 {
 			t.Logf("try %d: %d verifications after the change saw the key as it was", i+1, stale)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
@@ -52,7 +54,7 @@ func TestNilsAreRefused(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
 	key, _ := e.create(t, CreateParams{RateLimit: noRateLimit()})
-	var nilStore *MemoryStore
+	var nilStore *memory.Storage
 	cases := map[string]struct {
 		call func() error
 		want string
@@ -63,7 +65,7 @@ func TestNilsAreRefused(t *testing.T) {
 			return err
 		}, "option 2 of 2 is nil"},
 		"NewStorageOnly with a nil option": {func() error {
-			_, err := NewStorageOnly(NewMemoryStore(nil), nil)
+			_, err := NewStorageOnly(memory.NewStorage(), nil)
 			return err
 		}, "option 1 of 1 is nil"},
 		"Verify with a nil option": {func() error { _, err := e.m.Verify(ctx, key, nil); return err }, "option 1 of 1 is nil"},
@@ -201,22 +203,22 @@ func TestOutcomeUnknown(t *testing.T) {
 
 // committingClaimer is the storage-only counterpart of committingAdapter.
 type committingClaimer struct {
-	*MemoryStore
+	*memory.Storage
 	end func()
 }
 
-func (c *committingClaimer) Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error) {
-	if _, err := c.MemoryStore.Claim(ctx, key, req); err != nil {
-		return ClaimResult{}, err
+func (c *committingClaimer) Claim(ctx context.Context, key string, req keystore.Request) (keystore.Result, error) {
+	if _, err := c.Storage.Claim(ctx, key, req); err != nil {
+		return keystore.Result{}, err
 	}
 	c.end()
-	return ClaimResult{}, ctx.Err()
+	return keystore.Result{}, ctx.Err()
 }
 
 func TestOutcomeUnknownStorageOnly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	store := &committingClaimer{MemoryStore: NewMemoryStore(nil), end: cancel}
+	store := &committingClaimer{Storage: memory.NewStorage(), end: cancel}
 	m, err := NewStorageOnly(store)
 	if err != nil {
 		t.Fatal(err)

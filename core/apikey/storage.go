@@ -14,71 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Claimer is the capability that storage-only mode ([NewStorageOnly])
-// requires of a [driver.SecondaryStorage]: changing one stored key atomically
-// inside the storage, so that concurrent verifications on several servers
-// can never both spend the last unit. The value at a storage key is the
-// JSON encoding of a [StoredKey]. An in-process implementation is
-// [MemoryStore]; a Redis one runs each method as one Lua script.
-type Claimer interface {
-	// Claim reads the stored key at key and, in one atomic step, decides
-	// and applies the verification exactly as [ApplyClaim] does, writing
-	// the key back (keeping its expiry) when it changed. A missing key
-	// answers Found == false.
-	Claim(ctx context.Context, key string, req ClaimRequest) (ClaimResult, error)
-	// Patch sets fields of the stored key at key in one atomic step: each
-	// map key is a JSON field name of [StoredKey] and each value an int64,
-	// bool, string or nil (JSON null); other fields, counters included,
-	// keep their current values. It returns the key after the change, and
-	// ok == false when no key is stored there.
-	Patch(ctx context.Context, key string, fields map[string]any) (after StoredKey, ok bool, err error)
-}
-
-// Rerollable is the capability storage-only mode needs of a [Claimer] to
-// reroll keys ([Manager.Reroll]): a Claim that honours
-// [ClaimRequest.Hash] (rule 0 of [ApplyClaim]). Its method only declares
-// it. Without it Reroll fails with [core.ErrUnsupported]: a Claim that
-// ignored the hash would let a rerolled key's old plaintext work for ever.
-type Rerollable interface {
-	Claimer
-	// ClaimChecksHash declares that Claim applies rule 0.
-	ClaimChecksHash()
-}
-
-// OwnerSharing is the capability storage-only mode needs of a [Claimer]
-// for owner limits ([Manager.SetOwnerLimits]): a Claim that honours
-// [ClaimRequest.Owner], reading and writing the owner's record in the same
-// atomic step as the key (rule 5b of [ApplyClaim]). Its method only
-// declares it. Without it SetOwnerLimits fails with [core.ErrUnsupported].
-//
-// The two storage keys of one claim share a {hash tag}, so that a Redis
-// Cluster can run the claim as one script on one node.
-type OwnerSharing interface {
-	Claimer
-	// ClaimSharesOwnerLimits declares that Claim applies req.Owner.
-	ClaimSharesOwnerLimits()
-}
-
-// Indexer is an optional storage capability: unordered sets of strings.
-// Storage-only mode uses it to list keys by owner and to find expired keys;
-// without it [Manager.List] and [Manager.DeleteExpired] fail with
-// [core.ErrUnsupported] in that mode.
-type Indexer interface {
-	// AddToSet adds member to the set, creating it; adding twice is a no-op.
-	AddToSet(ctx context.Context, set, member string) error
-	// RemoveFromSet removes member; a missing member is not an error.
-	RemoveFromSet(ctx context.Context, set, member string) error
-	// SetMembers returns the members in any order.
-	SetMembers(ctx context.Context, set string) ([]string, error)
-}
-
 // storeOnly keeps keys in a secondary storage: the key at
 // prefix+"key:"+loc, loc being its location, which nothing moves; the
-// location of each id at prefix+"id:"+id; with an Indexer, the locations
+// location of each id at prefix+"id:"+id; with a keystore.Indexer, the locations
 // of each owner in the set prefix+"ref:"+referenceId and all of them in
 // prefix+"all". A key's location is the hash it was created with, or,
 // when the storage shares owner limits, that hash after the {hash tag} of
@@ -88,10 +32,10 @@ type Indexer interface {
 // points there from prefix+"to:"+hash.
 type storeOnly struct {
 	s           driver.SecondaryStorage
-	c           Claimer
-	rerolls     bool    // c is Rerollable
-	owners      bool    // c is OwnerSharing: keys are stored in their owner's hash tag
-	ix          Indexer // nil: no listing
+	c           keystore.Claimer
+	rerolls     bool             // c is keystore.Rerollable
+	owners      bool             // c is keystore.OwnerSharing: keys are stored in their owner's hash tag
+	ix          keystore.Indexer // nil: no listing
 	prefix      string
 	dropExpired bool // WithDeleteExpiredOnVerify
 	locs        locations
@@ -172,17 +116,17 @@ func (l *locations) put(hash, loc string) {
 
 func (l *locations) drop(hash string) { l.m.Load().Delete(hash) }
 
-func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required, spend []LimitSpend) (Result, error) {
+func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
 	now := at.UnixMilli()
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
-	claim := ClaimRequest{Now: now, Cost: cost, Hash: hash, Limits: spend}
+	claim := keystore.Request{Now: now, Cost: cost, Hash: hash, Limits: spend}
 	if req != nil {
 		claim.RequireAll, claim.RequireAny = req.all, req.any
 	}
 	loc, known := st.locs.get(hash)
-	var res ClaimResult
+	var res keystore.Result
 	var err error
 	switch {
 	case known:
@@ -217,18 +161,18 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 	if !known {
 		st.locs.put(hash, loc)
 	}
-	k, err := res.Key.toKey()
+	k, err := toKey(&res.Key)
 	if err != nil {
 		return Result{}, err
 	}
 	k.Limits = named(k.Limits, spend)
-	if res.Code == CodeExpired && st.dropExpired {
+	if res.Code == keystore.Expired && st.dropExpired {
 		if err := st.remove(ctx, loc, &res.Key); err != nil {
 			return Result{}, err
 		}
 	}
 	if res.Code != "" {
-		r := denied(res.Code, res.TryAgainIn, k)
+		r := denied(Code(res.Code), res.TryAgainIn, k)
 		r.Limit, r.OwnerLimit = res.Limit, res.OwnerLimit
 		return r, nil
 	}
@@ -246,21 +190,21 @@ func (st *storeOnly) pointed(ctx context.Context, hash string) (string, error) {
 }
 
 // claim claims the key stored at location loc.
-func (st *storeOnly) claim(ctx context.Context, loc string, claim ClaimRequest) (ClaimResult, error) {
+func (st *storeOnly) claim(ctx context.Context, loc string, claim keystore.Request) (keystore.Result, error) {
 	if len(claim.Limits) > 0 {
 		claim.Owner = st.ownerOf(loc)
 	}
 	res, err := st.c.Claim(ctx, st.recKey(loc), claim)
 	if err != nil {
 		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
-			return ClaimResult{}, err
+			return keystore.Result{}, err
 		}
-		return ClaimResult{}, fmt.Errorf("apikey: claim: %w", err)
+		return keystore.Result{}, fmt.Errorf("apikey: claim: %w", err)
 	}
 	return res, nil
 }
 
-func (st *storeOnly) create(ctx context.Context, s *StoredKey) error {
+func (st *storeOnly) create(ctx context.Context, s *keystore.Key) error {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("apikey: reading random bytes: %w", err)
@@ -296,17 +240,17 @@ func (st *storeOnly) create(ctx context.Context, s *StoredKey) error {
 }
 
 // at reads the key stored at location loc; nil when there is none.
-func (st *storeOnly) at(ctx context.Context, loc string) (*StoredKey, error) {
+func (st *storeOnly) at(ctx context.Context, loc string) (*keystore.Key, error) {
 	return st.record(ctx, st.recKey(loc))
 }
 
 // record reads the record at storage key key; nil when there is none.
-func (st *storeOnly) record(ctx context.Context, key string) (*StoredKey, error) {
+func (st *storeOnly) record(ctx context.Context, key string) (*keystore.Key, error) {
 	v, ok, err := st.s.Get(ctx, key)
 	if err != nil || !ok {
 		return nil, err
 	}
-	var s StoredKey
+	var s keystore.Key
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
 		return nil, fmt.Errorf("apikey: stored record %s: %w", key, err)
 	}
@@ -318,13 +262,13 @@ func (st *storeOnly) locationOf(ctx context.Context, id int64) (string, bool, er
 	return st.s.Get(ctx, st.idKey(id))
 }
 
-func (st *storeOnly) byID(ctx context.Context, id int64) (*StoredKey, error) {
+func (st *storeOnly) byID(ctx context.Context, id int64) (*keystore.Key, error) {
 	_, s, err := st.located(ctx, id)
 	return s, err
 }
 
 // located returns key id and its location; nil when no key has that id.
-func (st *storeOnly) located(ctx context.Context, id int64) (string, *StoredKey, error) {
+func (st *storeOnly) located(ctx context.Context, id int64) (string, *keystore.Key, error) {
 	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return "", nil, err
@@ -333,15 +277,15 @@ func (st *storeOnly) located(ctx context.Context, id int64) (string, *StoredKey,
 	return loc, s, err
 }
 
-func (st *storeOnly) members(ctx context.Context, set, what string) ([]*StoredKey, error) {
+func (st *storeOnly) members(ctx context.Context, set, what string) ([]*keystore.Key, error) {
 	if st.ix == nil {
-		return nil, fmt.Errorf("apikey: %s: %w: the storage does not implement apikey.Indexer", what, core.ErrUnsupported)
+		return nil, fmt.Errorf("apikey: %s: %w: the storage does not implement keystore.Indexer", what, core.ErrUnsupported)
 	}
 	locs, err := st.ix.SetMembers(ctx, set)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*StoredKey, 0, len(locs))
+	out := make([]*keystore.Key, 0, len(locs))
 	for _, loc := range locs {
 		s, err := st.at(ctx, loc)
 		if err != nil {
@@ -360,11 +304,11 @@ func (st *storeOnly) members(ctx context.Context, set, what string) ([]*StoredKe
 	return out, nil
 }
 
-func (st *storeOnly) list(ctx context.Context, ref string) ([]*StoredKey, error) {
+func (st *storeOnly) list(ctx context.Context, ref string) ([]*keystore.Key, error) {
 	return st.members(ctx, st.refSet(ref), "List")
 }
 
-func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*StoredKey, error) {
+func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return nil, err
@@ -386,7 +330,7 @@ func (st *storeOnly) delete(ctx context.Context, id int64) (bool, error) {
 
 // remove deletes the key s stored at location loc, and then the pointers
 // of the hashes it was rerolled to (which, the key gone, open nothing).
-func (st *storeOnly) remove(ctx context.Context, loc string, s *StoredKey) error {
+func (st *storeOnly) remove(ctx context.Context, loc string, s *keystore.Key) error {
 	if err := st.s.Delete(ctx, st.recKey(loc)); err != nil {
 		return err
 	}
@@ -401,7 +345,7 @@ func (st *storeOnly) remove(ctx context.Context, loc string, s *StoredKey) error
 			return err
 		}
 	}
-	for h := range s.rerolledUntil() {
+	for h := range s.RerolledUntil() {
 		if h != loc {
 			if err := st.s.Delete(ctx, st.toKey(h)); err != nil {
 				return err

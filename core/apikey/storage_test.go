@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+	"github.com/sluice-go/sluice/core/memory"
+
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -22,13 +25,13 @@ type plainStorage struct{ driver.SecondaryStorage }
 // claimOnly has the claim but no sets.
 type claimOnly struct {
 	driver.SecondaryStorage
-	Claimer
+	keystore.Claimer
 }
 
-func newStoreEnv(t testing.TB) (*Manager, *MemoryStore, *testClock) {
+func newStoreEnv(t testing.TB) (*Manager, *memory.Storage, *testClock) {
 	t.Helper()
 	c := newClock()
-	s := NewMemoryStore(c.Now)
+	s := memory.NewStorage(memory.WithClock(c.Now))
 	m, err := NewStorageOnly(s, WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)
@@ -37,11 +40,11 @@ func newStoreEnv(t testing.TB) (*Manager, *MemoryStore, *testClock) {
 }
 
 func TestStorageOnlyRefusesNonAtomicStorage(t *testing.T) {
-	_, err := NewStorageOnly(plainStorage{NewMemoryStore(nil)})
-	if !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "Claimer") {
-		t.Fatalf("err = %v, want core.ErrUnsupported naming Claimer", err)
+	_, err := NewStorageOnly(plainStorage{memory.NewStorage()})
+	if !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), "keystore.Claimer") {
+		t.Fatalf("err = %v, want core.ErrUnsupported naming keystore.Claimer", err)
 	}
-	if _, err := NewStorageOnly(NewMemoryStore(nil), WithCache(NewMemoryStore(nil), time.Hour)); !errors.Is(err, core.ErrInvalid) {
+	if _, err := NewStorageOnly(memory.NewStorage(), WithCache(memory.NewStorage(), time.Hour)); !errors.Is(err, core.ErrInvalid) {
 		t.Fatalf("WithCache in storage-only mode: err = %v, want ErrInvalid", err)
 	}
 }
@@ -100,7 +103,7 @@ func TestStorageOnlyLifecycle(t *testing.T) {
 }
 
 func TestStorageOnlyWithoutIndexer(t *testing.T) {
-	s := NewMemoryStore(nil)
+	s := memory.NewStorage()
 	m, err := NewStorageOnly(claimOnly{s, s})
 	if err != nil {
 		t.Fatal(err)
@@ -142,7 +145,7 @@ func TestStorageOnlyConcurrentClaims(t *testing.T) {
 // TestModesAgree drives the same random sequence of verifications, costs
 // and clock moves through the database mode (native and fallback), the
 // cached mode and the storage-only mode, and requires identical answers and
-// identical keys: the guarded write and ApplyClaim implement one semantics.
+// identical keys: the guarded write and keystore.Apply implement one semantics.
 func TestModesAgree(t *testing.T) {
 	ctx := context.Background()
 	for seed := range uint64(20) {
@@ -235,7 +238,7 @@ func sameState(a, b *Key) bool {
 
 func TestCachedModeServesReadsFromCache(t *testing.T) {
 	ctx := context.Background()
-	cache := NewMemoryStore(nil)
+	cache := memory.NewStorage()
 	e := newEnv(t, WithCache(cache, time.Hour))
 	key, k := e.create(t, CreateParams{Remaining: quota(10), RateLimit: noRateLimit()})
 	wantCode(t, e.verify(t, key), "") // fills the cache
@@ -286,28 +289,4 @@ func TestCachedModeServesReadsFromCache(t *testing.T) {
 		t.Fatal("the cache still holds a deleted key")
 	}
 	wantCode(t, e.verify(t, key), CodeInvalid)
-}
-
-func TestMemoryStoreExpiryAndIncrement(t *testing.T) {
-	ctx := context.Background()
-	c := newClock()
-	s := NewMemoryStore(c.Now)
-	if err := s.Set(ctx, "a", "1", time.Second); err != nil {
-		t.Fatal(err)
-	}
-	c.Advance(time.Second)
-	if _, ok, _ := s.Get(ctx, "a"); ok {
-		t.Fatal("value outlived its ttl")
-	}
-	n, err := s.Increment(ctx, "n", 2, time.Minute)
-	if err != nil || n.Value != 2 || n.TTL != time.Minute {
-		t.Fatalf("Increment = %+v, %v", n, err)
-	}
-	c.Advance(30 * time.Second)
-	if n, _ = s.Increment(ctx, "n", 3, time.Minute); n.Value != 5 || n.TTL != 30*time.Second {
-		t.Fatalf("second Increment = %+v; the expiry must not be extended", n)
-	}
-	if _, err := s.Increment(ctx, "n", 1, 0); !errors.Is(err, core.ErrInvalid) {
-		t.Fatalf("ttl 0: err = %v", err)
-	}
 }

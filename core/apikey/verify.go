@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/sluice-go/sluice/core"
 )
 
@@ -16,8 +18,8 @@ type VerifyOption func(*verifyOptions)
 type verifyOptions struct {
 	cost   int64
 	req    required
-	limits []LimitSpend // in name order
-	err    error        // the first bad option
+	limits []keystore.LimitSpend // in name order
+	err    error                 // the first bad option
 }
 
 // Cost sets how many units of quota and rate limit the verification spends
@@ -39,7 +41,7 @@ var ErrOutcomeUnknown = errors.New("outcome unknown: the context ended while the
 // CodeExpired; a permission the options require missing → CodeForbidden;
 // quota exhausted with no refill → CodeUsageExceeded; then
 // consuming may answer CodeRateLimited or CodeUsageExceeded. See
-// [ApplyClaim] for the exact rules.
+// [keystore.Apply] for the exact rules.
 //
 // In database mode the consumption is one guarded IncrementOne. For a key
 // the manager remembers (see [WithKeyStateCache]) that write is the whole
@@ -125,7 +127,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 		}
 		now := m.now()
 		var gen generation // read before the database, so that what is read after can be cached under it
-		var s *StoredKey
+		var s *keystore.Key
 		if m.cache != nil {
 			gen = m.generation(ctx, hash)
 			if useCache {
@@ -149,13 +151,13 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 				m.fill(ctx, s, gen)
 			}
 		}
-		p := decide(s, now.UnixMilli(), cost, req, nil)
-		if p.code != "" && fromCache {
+		p := decideRead(s, now, cost, req)
+		if p.Code != "" && fromCache {
 			useCache = false // confirm the denial from the source of truth
 			attempt--
 			continue
 		}
-		if p.code != "" || cost == 0 {
+		if p.Code != "" || cost == 0 {
 			return m.answerRead(ctx, s, hash, p, now)
 		}
 		row, ok, err := m.consume(ctx, s, nil, p, now, cost, req)
@@ -170,7 +172,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 			if !rerolled {
 				m.fill(ctx, after, gen)
 			}
-			k, err := after.toKey()
+			k, err := toKey(after)
 			if err != nil {
 				return Result{}, err
 			}
@@ -184,30 +186,41 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded write lost the race %d times", core.ErrContention, m.o.maxAttempts)
 }
 
+// decideRead decides a verification of s at now, the key as read (or
+// remembered), on its own fields: the rules of keystore.Apply but the
+// named limits, which verifyLimited decides with their rows.
+func decideRead(s *keystore.Key, now time.Time, cost int64, req *required) keystore.Plan {
+	r := keystore.Request{Now: now.UnixMilli(), Cost: cost}
+	if req != nil {
+		r.RequireAll, r.RequireAny = req.all, req.any
+	}
+	return keystore.Decide(s, nil, r)
+}
+
 // answerRead answers a verification decided on the key as read, s, that
 // writes nothing: a denial, or a check of cost 0.
-func (m *Manager) answerRead(ctx context.Context, s *StoredKey, hash string, p plan, now time.Time) (Result, error) {
-	k, err := s.toKey()
+func (m *Manager) answerRead(ctx context.Context, s *keystore.Key, hash string, p keystore.Plan, now time.Time) (Result, error) {
+	k, err := toKey(s)
 	if err != nil {
 		return Result{}, err
 	}
-	if p.code == CodeExpired && m.o.dropExpired {
+	if p.Code == keystore.Expired && m.o.dropExpired {
 		if err := m.dropExpiredKey(ctx, s, hash, now); err != nil {
 			return Result{}, err
 		}
 	}
-	if p.code == "" {
+	if p.Code == "" {
 		return allowed(k), nil
 	}
-	r := denied(p.code, p.tryAgainIn, k)
-	r.Limit, r.OwnerLimit = p.limit, p.limitOwner
+	r := denied(Code(p.Code), p.TryAgainIn, k)
+	r.Limit, r.OwnerLimit = p.Limit, p.OwnerLimit
 	return r, nil
 }
 
 // dropExpiredKey deletes an expired key that a verification read through
 // hash (WithDeleteExpiredOnVerify), guarded on the expiry, so that a key
 // renewed meanwhile survives.
-func (m *Manager) dropExpiredKey(ctx context.Context, s *StoredKey, hash string, now time.Time) error {
+func (m *Manager) dropExpiredKey(ctx context.Context, s *keystore.Key, hash string, now time.Time) error {
 	deleted, err := m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", s.ID), core.Lte("expiresAt", now))
 	if err != nil {
 		return err
@@ -228,10 +241,10 @@ func (m *Manager) dropExpiredKey(ctx context.Context, s *StoredKey, hash string,
 // was. done == false means nothing was written and the caller must read the
 // key: the write matched nothing, or s calls for a denial, which only a
 // read may confirm.
-func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardValues, cost int64, req *required) (r Result, done bool, err error) {
+func (m *Manager) consumeRemembered(ctx context.Context, s *keystore.Key, g *guardValues, cost int64, req *required) (r Result, done bool, err error) {
 	now := m.now()
-	p := decide(s, now.UnixMilli(), cost, req, nil)
-	if p.code != "" {
+	p := decideRead(s, now, cost, req)
+	if p.Code != "" {
 		return Result{}, false, nil
 	}
 	if err := ctx.Err(); err != nil {
@@ -246,7 +259,7 @@ func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardV
 	}
 	after := fromRow(row)
 	m.keys.put(after)
-	k, err := after.toKey()
+	k, err := toKey(after)
 	if err != nil {
 		return Result{}, true, err
 	}
@@ -255,7 +268,7 @@ func (m *Manager) consumeRemembered(ctx context.Context, s *StoredKey, g *guardV
 
 // consume sends the guarded write of consumeRequest; g, when not nil,
 // holds s's guard values already boxed.
-func (m *Manager) consume(ctx context.Context, s *StoredKey, g *guardValues, p plan, now time.Time, cost int64, req *required) (core.Row, bool, error) {
+func (m *Manager) consume(ctx context.Context, s *keystore.Key, g *guardValues, p keystore.Plan, now time.Time, cost int64, req *required) (core.Row, bool, error) {
 	b := requests.Get().(*requestBuf)
 	defer b.release()
 	if g == nil {
@@ -290,7 +303,7 @@ func (b *requestBuf) release() {
 // consumeRequest builds the one guarded write that performs the plan p,
 // decided at now on the key as read (or remembered) as s. The write finds
 // the key by its hash, and its guard holds exactly on the rows on which
-// decide, at now, gives p again: the key enabled and unexpired, its
+// keystore.Decide, at now, gives p again: the key enabled and unexpired, its
 // permissions as read when the verification requires some, its
 // rate-limit and refill settings equal to s's, and each step's condition
 // (window open or elapsed, room under the rate limit, refill due or not,
@@ -301,7 +314,7 @@ func (b *requestBuf) release() {
 // Times are compared by ranges or IS NULL, never by equality.
 // The request is built in b, which must be empty, with g holding s's
 // guard values.
-func consumeRequest(s *StoredKey, g *guardValues, p plan, need *required, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
+func consumeRequest(s *keystore.Key, g *guardValues, p keystore.Plan, need *required, now time.Time, cost int64, b *requestBuf) core.IncrementRequest {
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKey,
 		Where: append(b.where,
@@ -326,7 +339,7 @@ func consumeRequest(s *StoredKey, g *guardValues, p plan, need *required, now ti
 		}
 	}
 	switch {
-	case p.rlReset:
+	case p.Reset:
 		// Only one of several concurrent callers can open the new window:
 		// the first sets lastRequest = now, which no longer satisfies the guard.
 		w := time.Duration(*s.RateLimitTimeWindow) * time.Millisecond
@@ -336,13 +349,13 @@ func consumeRequest(s *StoredKey, g *guardValues, p plan, need *required, now ti
 			req.Where = append(req.Where, core.Lte("lastRequest", now.Add(-w)))
 		}
 		req.Set["requestCount"], req.Set["lastRequest"] = cost, now
-	case p.rlIncrement:
+	case p.Increment:
 		w := time.Duration(*s.RateLimitTimeWindow) * time.Millisecond
 		req.Where = append(req.Where, core.Gt("lastRequest", now.Add(-w)), core.Lte("requestCount", *s.RateLimitMax-cost))
 		req.Increment["requestCount"] = cost
 	}
 	switch {
-	case p.refill:
+	case p.Refill:
 		// Only one caller wins a refill: it moves lastRefillAt to now,
 		// after which the refill is no longer due.
 		iv := time.Duration(*s.RefillInterval) * time.Millisecond
@@ -353,10 +366,10 @@ func consumeRequest(s *StoredKey, g *guardValues, p plan, need *required, now ti
 		}
 		req.Where = append(req.Where, core.IsNotNull("remaining"))
 		req.Set["remaining"], req.Set["lastRefillAt"] = *s.RefillAmount-cost, now
-	case p.decrement:
+	case p.Decrement:
 		req.Where = append(req.Where, core.Gte("remaining", cost))
 		req.Increment["remaining"] = -cost
-		if s.refillable() {
+		if s.Refillable() {
 			// Not due: a refill that fell due since s was seen must win
 			// over the decrement, as the rules put it first.
 			iv := time.Duration(*s.RefillInterval) * time.Millisecond

@@ -4,7 +4,7 @@ import "context"
 
 // AddToSet adds member to the unordered set named set, creating it; adding
 // twice is a no-op. Sets never expire; with RemoveFromSet and SetMembers
-// they make the storage an apikey.Indexer, which storage-only API keys
+// they make the storage a keystore.Indexer, which storage-only API keys
 // list by owner with.
 func (s *Storage) AddToSet(ctx context.Context, set, member string) error {
 	if err := ctx.Err(); err != nil {

@@ -15,12 +15,15 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Storage is an in-process driver.SecondaryStorage with the optional
-// driver.BoundedIncrementer and driver.TATAdvancer: values and counters with
+// Storage is an in-process [driver.SecondaryStorage] with the optional
+// [driver.BoundedIncrementer] and [driver.TATAdvancer]: values and counters with
 // expiry, in shards that each have their own lock, plus sets and an atomic
-// read-modify-write over several keys ([Storage.Update]), on which
-// apikey.MemoryStore runs its claims. It serves tests, examples and
-// single-process deployments; Redis (adapters/redis) is the shared one.
+// read-modify-write over several keys ([Storage.Update]). It also keeps
+// API keys for apikey's storage-only mode: it is a [keystore.Claimer] (with
+// [keystore.Rerollable] and [keystore.OwnerSharing]) whose claims run in
+// one Update, and its sets make it a [keystore.Indexer]. It serves tests,
+// examples and single-process deployments; Redis (adapters/redis) is the
+// shared one.
 //
 // A counter is stored as an integer; Get returns it in decimal. An entry
 // expires at the instant its TTL ends: from then on it is absent. Expired

@@ -10,11 +10,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+	"github.com/sluice-go/sluice/core/memory"
+
 	"github.com/redis/go-redis/v9"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -23,17 +25,17 @@ import (
 const base = int64(1_800_000_000_000)
 
 // pair drives one storage key through the Redis scripts and through
-// apikey.MemoryStore, whose Claim is apikey.ApplyClaim on a JSON record.
+// core/memory's Storage, whose Claim is keystore.Apply on a JSON record.
 type pair struct {
 	t     *testing.T
-	redis apikey.Claimer
+	redis keystore.Claimer
 	get   func(key string) (string, bool)
-	mem   *apikey.MemoryStore
+	mem   *memory.Storage
 }
 
 func newPair(t *testing.T) *pair {
 	s, _, _ := newStorage(t)
-	return &pair{t: t, redis: s, mem: apikey.NewMemoryStore(nil), get: func(key string) (string, bool) {
+	return &pair{t: t, redis: s, mem: memory.NewStorage(), get: func(key string) (string, bool) {
 		v, ok, err := s.Get(context.Background(), key)
 		if err != nil {
 			t.Fatal(err)
@@ -55,7 +57,7 @@ func (p *pair) store(key, raw string) {
 
 // claim runs req on both and fails unless they answer the same, errors
 // included, and hold the same key afterwards.
-func (p *pair) claim(key string, req apikey.ClaimRequest, trace string) apikey.ClaimResult {
+func (p *pair) claim(key string, req keystore.Request, trace string) keystore.Result {
 	p.t.Helper()
 	ctx := context.Background()
 	got, gerr := p.redis.Claim(ctx, key, req)
@@ -98,7 +100,7 @@ func (p *pair) sameState(key, trace string) {
 	if !gok {
 		return
 	}
-	var g, w apikey.StoredKey
+	var g, w keystore.Key
 	gerr, werr := json.Unmarshal([]byte(graw), &g), json.Unmarshal([]byte(wraw), &w)
 	if (gerr != nil) != (werr != nil) || !reflect.DeepEqual(g, w) {
 		p.t.Fatalf("%s\nstored:\nredis     %s (%v)\nreference %s (%v)", trace, graw, gerr, wraw, werr)
@@ -127,7 +129,7 @@ func optString(r *rand.Rand) *string {
 // sometimes fields left out, non-pointer fields set to null, and fields
 // apikey does not know (which the script must keep as they are).
 func randomRecord(r *rand.Rand) (string, map[string]any) {
-	k := apikey.StoredKey{
+	k := keystore.Key{
 		ID:                  r.Int63n(1<<53-1) + 1,
 		ConfigID:            "default",
 		Name:                optString(r),
@@ -215,12 +217,12 @@ func randomPatch(r *rand.Rand, now int64) map[string]any {
 }
 
 // TestClaimMatchesApplyClaim drives random claim and patch sequences
-// through the Redis scripts and through apikey.ApplyClaim (by way of
-// apikey.MemoryStore) and requires the same answers and stored keys.
+// through the Redis scripts and through keystore.Apply (by way of
+// core/memory's Storage) and requires the same answers and stored keys.
 func TestClaimMatchesApplyClaim(t *testing.T) {
 	p := newPair(t)
 	r := rand.New(rand.NewSource(1))
-	codes := map[apikey.Code]int{}
+	codes := map[keystore.Code]int{}
 	var writes int
 	for seq := 0; seq < 200; seq++ {
 		key := fmt.Sprintf("key:%d", seq)
@@ -235,7 +237,7 @@ func TestClaimMatchesApplyClaim(t *testing.T) {
 				trace += fmt.Sprintf("\npatch %v", f)
 				p.patch(key, f, trace)
 			default:
-				req := apikey.ClaimRequest{Now: now, Cost: randomCost(r)}
+				req := keystore.Request{Now: now, Cost: randomCost(r)}
 				trace += fmt.Sprintf("\nclaim %+v", req)
 				res := p.claim(key, req, trace)
 				codes[res.Code]++
@@ -248,7 +250,7 @@ func TestClaimMatchesApplyClaim(t *testing.T) {
 		checkExtraKept(t, p, key, extra)
 	}
 	// The sequences must reach every outcome, or the comparison proves little.
-	for _, c := range []apikey.Code{"", apikey.CodeDisabled, apikey.CodeExpired, apikey.CodeUsageExceeded, apikey.CodeRateLimited} {
+	for _, c := range []keystore.Code{"", keystore.Disabled, keystore.Expired, keystore.UsageExceeded, keystore.RateLimited} {
 		if codes[c] < 20 {
 			t.Errorf("outcome %q reached %d times; the generator should reach each at least 20 times (all: %v)", c, codes[c], codes)
 		}
@@ -257,7 +259,7 @@ func TestClaimMatchesApplyClaim(t *testing.T) {
 }
 
 // checkExtraKept: fields apikey does not know survive the script's rewrite
-// with their exact values (MemoryStore's Claim drops them, so the
+// with their exact values (memory.Storage's Claim drops them, so the
 // comparison with it cannot show this).
 func checkExtraKept(t *testing.T, p *pair, key string, extra map[string]any) {
 	t.Helper()
@@ -310,11 +312,11 @@ func TestClaimRecordForms(t *testing.T) {
 			key := fmt.Sprintf("form:%d:%d", i, cost)
 			p.store(key, raw)
 			for _, now := range []int64{base, base + 4, base + 10} {
-				p.claim(key, apikey.ClaimRequest{Now: now, Cost: cost}, "record "+raw)
+				p.claim(key, keystore.Request{Now: now, Cost: cost}, "record "+raw)
 			}
 		}
 	}
-	p.claim("absent", apikey.ClaimRequest{Now: base, Cost: 1}, "no record")
+	p.claim("absent", keystore.Request{Now: base, Cost: 1}, "no record")
 	p.patch("absent", map[string]any{"enabled": true}, "no record")
 }
 
@@ -332,17 +334,17 @@ func TestClaimBeyondExactRange(t *testing.T) {
 		if err := s.Set(ctx, "big", raw, 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.Claim(ctx, "big", apikey.ClaimRequest{Now: base, Cost: 1}); err == nil || !strings.Contains(err.Error(), "not an integer within") {
+		if _, err := s.Claim(ctx, "big", keystore.Request{Now: base, Cost: 1}); err == nil || !strings.Contains(err.Error(), "not an integer within") {
 			t.Errorf("claim on %s: err = %v; want the field named as out of range", raw, err)
 		}
 	}
 	if err := s.Set(ctx, "big", `{"enabled":true,"unknown":9007199254740993}`, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Claim(ctx, "big", apikey.ClaimRequest{Now: base, Cost: 1}); err == nil || !strings.Contains(err.Error(), "cannot be rewritten exactly") {
+	if _, err := s.Claim(ctx, "big", keystore.Request{Now: base, Cost: 1}); err == nil || !strings.Contains(err.Error(), "cannot be rewritten exactly") {
 		t.Errorf("claim rewriting an unknown integer beyond 2^53: err = %v; want an error", err)
 	}
-	for _, req := range []apikey.ClaimRequest{{Now: base, Cost: -1}, {Now: base, Cost: 1 << 51}, {Now: -1, Cost: 1}, {Now: 1 << 51, Cost: 1}} {
+	for _, req := range []keystore.Request{{Now: base, Cost: -1}, {Now: base, Cost: 1 << 51}, {Now: -1, Cost: 1}, {Now: 1 << 51, Cost: 1}} {
 		if _, err := s.Claim(ctx, "big", req); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("claim %+v: err = %v; want ErrInvalid", req, err)
 		}
@@ -387,8 +389,8 @@ func TestClaimRefusesSplitHashTags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.Claim(context.Background(), "key:{o1}h", apikey.ClaimRequest{Now: base, Cost: 1, Owner: "owner:{o1}",
-		Limits: []apikey.LimitSpend{{Name: "tokens", Cost: 1}}})
+	_, err = s.Claim(context.Background(), "key:{o1}h", keystore.Request{Now: base, Cost: 1, Owner: "owner:{o1}",
+		Limits: []keystore.LimitSpend{{Name: "tokens", Cost: 1}}})
 	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "hash tags") {
 		t.Fatalf("Claim under a prefix with an open '{': err = %v, want ErrInvalid about hash tags", err)
 	}

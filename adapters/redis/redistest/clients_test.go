@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
+
 	"github.com/redis/go-redis/v9"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
@@ -233,7 +235,7 @@ func TestScriptFlushReloads(t *testing.T) {
 			if err := s.Set(ctx, "k", `{"enabled":true,"remaining":5}`, 0); err != nil {
 				t.Fatal(err)
 			}
-			if res, err := s.Claim(ctx, "k", apikey.ClaimRequest{Now: base, Cost: 1}); err != nil || res.Code != "" || *res.Key.Remaining != 4 {
+			if res, err := s.Claim(ctx, "k", keystore.Request{Now: base, Cost: 1}); err != nil || res.Code != "" || *res.Key.Remaining != 4 {
 				t.Fatalf("Claim = %+v, %v; want allowed with 4 left", res, err)
 			}
 			if _, ok, err := s.Patch(ctx, "k", map[string]any{"remaining": int64(5)}); !ok || err != nil {

@@ -1,0 +1,122 @@
+package keystore
+
+import "encoding/json"
+
+// Key is an API key as it is stored: the fields of the apikey model
+// (SPEC section 6) under their logical names, with every time as epoch
+// milliseconds and every duration in milliseconds, and nil for NULL. Its
+// JSON encoding is the value that apikey's cached and storage-only modes
+// keep in a storage, and the record that a [Claimer] works on.
+type Key struct {
+	ID                  int64   `json:"id"`
+	ConfigID            string  `json:"configId"`
+	Name                *string `json:"name"`
+	Start               *string `json:"start"`
+	Prefix              *string `json:"prefix"`
+	Key                 string  `json:"key"` // the hash
+	ReferenceID         string  `json:"referenceId"`
+	Enabled             bool    `json:"enabled"`
+	RateLimitEnabled    bool    `json:"rateLimitEnabled"`
+	RateLimitTimeWindow *int64  `json:"rateLimitTimeWindow"` // ms
+	RateLimitMax        *int64  `json:"rateLimitMax"`
+	RequestCount        int64   `json:"requestCount"`
+	Remaining           *int64  `json:"remaining"`
+	RefillInterval      *int64  `json:"refillInterval"` // ms
+	RefillAmount        *int64  `json:"refillAmount"`
+	LastRefillAt        *int64  `json:"lastRefillAt"` // epoch ms
+	LastRequest         *int64  `json:"lastRequest"`  // epoch ms
+	ExpiresAt           *int64  `json:"expiresAt"`    // epoch ms
+	CreatedAt           int64   `json:"createdAt"`    // epoch ms
+	UpdatedAt           int64   `json:"updatedAt"`    // epoch ms
+	Permissions         *string `json:"permissions"`  // JSON text of resource → actions
+	Metadata            *string `json:"metadata"`     // JSON text
+	// Rerolled, in storage-only mode, holds the earlier hashes of a
+	// rerolled key that still open it: JSON text of hash → end of its
+	// grace in epoch ms. The database keeps them in the rerolledKey table
+	// instead.
+	Rerolled *string `json:"rerolled,omitempty"`
+	// Limits and LimitCounts hold the key's named limits and their
+	// counters (see rule 5b of [Apply]), in storage-only mode; the
+	// database keeps them in the apikeyLimit table instead. A claim writes
+	// only the counters and an update only the limits, so neither undoes
+	// the other.
+	Limits      *string `json:"limits,omitempty"`
+	LimitCounts *string `json:"limitCounts,omitempty"`
+}
+
+// RateLimited reports whether the key's rate limit applies: enabled, with a
+// positive window and a max (a NULL max, as Better Auth never writes, turns
+// it off rather than denying everything).
+func (k *Key) RateLimited() bool {
+	return k.RateLimitEnabled && k.RateLimitTimeWindow != nil && *k.RateLimitTimeWindow > 0 && k.RateLimitMax != nil
+}
+
+// Refillable reports whether the key has a refill: both a positive interval
+// and a positive amount, as in Better Auth.
+func (k *Key) Refillable() bool {
+	return k.RefillInterval != nil && *k.RefillInterval > 0 && k.RefillAmount != nil && *k.RefillAmount > 0
+}
+
+// OpensWith reports whether the key presented with the given hash opens k
+// at now, epoch ms (rule 0 of [Apply]): "" and k's own hash always do, an
+// earlier hash while its grace lasts.
+func (k *Key) OpensWith(hash string, now int64) bool {
+	if hash == "" || hash == k.Key {
+		return true
+	}
+	end, ok := k.RerolledUntil()[hash]
+	return ok && end > now
+}
+
+// RerolledUntil decodes k.Rerolled: each earlier hash and the end of its
+// grace, epoch ms. Malformed text holds nothing.
+func (k *Key) RerolledUntil() map[string]int64 { return decodeMap[int64](k.Rerolled) }
+
+// LimitConfig is a named limit as [Key.Limits] holds it, and LimitCount its
+// counter as [Key.LimitCounts] does. Fields are in name order, as a Lua
+// script writes them back.
+type LimitConfig struct {
+	Max    int64 `json:"max"`
+	Window int64 `json:"window"` // ms
+}
+
+// LimitCount is a named limit's counter; see [LimitConfig].
+type LimitCount struct {
+	Count int64 `json:"count"`
+	Start int64 `json:"start"` // epoch ms, 0 for none
+}
+
+// LimitConfigs decodes k.Limits; nil or malformed text holds none.
+func (k *Key) LimitConfigs() map[string]LimitConfig { return decodeMap[LimitConfig](k.Limits) }
+
+// LimitCounters decodes k.LimitCounts; nil or malformed text holds none.
+func (k *Key) LimitCounters() map[string]LimitCount { return decodeMap[LimitCount](k.LimitCounts) }
+
+// SetLimitConfigs encodes m into k.Limits, nil when m is empty.
+func (k *Key) SetLimitConfigs(m map[string]LimitConfig) { k.Limits = encodeMap(m) }
+
+// SetLimitCounters encodes m into k.LimitCounts, nil when m is empty.
+func (k *Key) SetLimitCounters(m map[string]LimitCount) { k.LimitCounts = encodeMap(m) }
+
+// decodeMap decodes JSON text into a map; nil or malformed text holds
+// nothing.
+func decodeMap[V any](text *string) map[string]V {
+	if text == nil || *text == "" {
+		return nil // before m, whose address escapes: no allocation for no text
+	}
+	var m map[string]V
+	if json.Unmarshal([]byte(*text), &m) != nil {
+		return nil
+	}
+	return m
+}
+
+// encodeMap is the JSON text of m, nil when it is empty.
+func encodeMap[V any](m map[string]V) *string {
+	if len(m) == 0 {
+		return nil
+	}
+	b, _ := json.Marshal(m) // of int64 fields: cannot fail
+	s := string(b)
+	return &s
+}
