@@ -29,7 +29,7 @@ type Manager struct {
 	db       *core.DB                // nil in storage-only mode
 	cache    driver.SecondaryStorage // cached mode: keys by hash, the database stays the truth
 	cacheTTL time.Duration
-	store    keyStore  // dbKeys or, in storage-only mode, storeOnly
+	store    backend   // dbKeys or, in storage-only mode, storeOnly
 	keys     *keyCache // database mode: keys as last seen, to plan a write without a read; nil when off
 	o        options
 	schema   *schemaCheck // database mode

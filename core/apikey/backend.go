@@ -11,12 +11,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// keyStore is where a Manager keeps its keys, behind every method of the
+// backend is where a Manager keeps its keys, behind every method of the
 // Manager: the database ([New], dbKeys, with its optional cache) or a
 // secondary storage alone ([NewStorageOnly], storeOnly). The Manager
 // validates, decides what to report and tells the observer; the store
 // reads and writes.
-type keyStore interface {
+type backend interface {
 	// verify checks the key whose hash is given, at now, and spends cost.
 	// spend lists the named limits it spends, in name order.
 	verify(ctx context.Context, hash string, now time.Time, cost int64, req *required, spend []keystore.LimitSpend) (Result, error)
@@ -40,7 +40,7 @@ type keyStore interface {
 	name() string
 }
 
-// dbKeys is the database as a keyStore: the Manager's db* methods, which
+// dbKeys is the database as a backend: the Manager's db* methods, which
 // share its cache and its remembered keys.
 type dbKeys struct{ m *Manager }
 
@@ -113,6 +113,6 @@ func (st *storeOnly) page(ctx context.Context, ref string, after int64, limit in
 func (st *storeOnly) name() string { return "storage" }
 
 var (
-	_ keyStore = dbKeys{}
-	_ keyStore = (*storeOnly)(nil)
+	_ backend = dbKeys{}
+	_ backend = (*storeOnly)(nil)
 )
