@@ -41,6 +41,11 @@ func ParseTime(v any) (time.Time, error) {
 		return ParseTime(string(x))
 	case string:
 		s := strings.TrimSpace(x)
+		if layout := layoutOf(s); layout != "" {
+			if t, err := time.Parse(layout, s); err == nil {
+				return t.UTC(), nil
+			}
+		}
 		for _, layout := range timeLayouts {
 			if t, err := time.Parse(layout, s); err == nil {
 				return t.UTC(), nil
@@ -52,6 +57,43 @@ func ParseTime(v any) (time.Time, error) {
 		return time.UnixMilli(n).UTC(), nil
 	}
 	return time.Time{}, fmt.Errorf("cannot convert %T to a time", v)
+}
+
+// layoutOf picks, from its shape, the one layout that parses s when s is
+// a date and time with a 'T' or a space between them, an optional
+// fraction and an optional zone (Z, ±hh:mm or ±hh); "" for any other
+// text, which ParseTime then tries in every layout. Each failed
+// time.Parse allocates its error, and MySQL's text form, for one, would
+// fail seven layouts before it met its own.
+func layoutOf(s string) string {
+	if len(s) < len("2006-01-02 15:04:05") || s[4] != '-' || s[7] != '-' || s[13] != ':' || s[16] != ':' {
+		return ""
+	}
+	i := len("2006-01-02 15:04:05")
+	if i < len(s) && s[i] == '.' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+	}
+	zone, t := s[i:], s[10] == 'T'
+	if !t && s[10] != ' ' {
+		return ""
+	}
+	switch {
+	case zone == "":
+		return pick(t, "2006-01-02T15:04:05.999999999", "2006-01-02 15:04:05.999999999")
+	case zone == "Z", len(zone) == 6 && (zone[0] == '+' || zone[0] == '-') && zone[3] == ':':
+		return pick(t, time.RFC3339Nano, "2006-01-02 15:04:05.999999999Z07:00")
+	case len(zone) == 3 && (zone[0] == '+' || zone[0] == '-'):
+		return pick(t, "2006-01-02T15:04:05.999999999-07", "2006-01-02 15:04:05.999999999-07")
+	}
+	return ""
+}
+
+func pick(cond bool, a, b string) string {
+	if cond {
+		return a
+	}
+	return b
 }
 
 // ParseInt converts an integer in any form a driver may return it: any Go

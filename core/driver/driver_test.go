@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -59,6 +60,56 @@ func TestNewTableIndexesColumns(t *testing.T) {
 	for _, c := range cases {
 		if got := tb.SelectsOne(c.where); got != c.want {
 			t.Errorf("SelectsOne(%v) = %v, want %v", c.where, got, c.want)
+		}
+	}
+}
+
+// TestParseTimeTakesEachDriversForm: every form a driver hands back parses
+// to the same instant as trying every layout in turn would give, and the
+// forms of MySQL, SQLite and PostgreSQL's text protocol parse without a
+// failed attempt (each of which allocates its error).
+func TestParseTimeTakesEachDriversForm(t *testing.T) {
+	forms := []string{
+		"2026-12-02T03:47:51.123Z",            // TimeLayout: SQLite, Better Auth
+		"2026-12-02T03:47:51.123456789+05:30", // RFC 3339
+		"2026-12-02T03:47:51Z",
+		"2026-12-02 03:47:51.123",       // MySQL and MariaDB
+		"2026-12-02 03:47:51",           // MySQL without fraction
+		"2026-12-02 03:47:51.123+00",    // PostgreSQL's text form
+		"2026-12-02 03:47:51.5-07",      //
+		"2026-12-02 03:47:51.123+01:00", //
+		"2026-12-02 03:47:51.123Z",      //
+		"2026-12-02T03:47:51.123",       // no zone: UTC
+		"2026-12-02 03:47:51 +0000 UTC", // time.Time.String: the slow path
+		"2026-12-02",                    // a date alone: the slow path
+		" 2026-12-02 03:47:51.123 ",     // spaces around
+	}
+	for _, f := range forms {
+		got, err := ParseTime(f)
+		if err != nil {
+			t.Errorf("ParseTime(%q): %v", f, err)
+			continue
+		}
+		var want time.Time
+		for _, layout := range timeLayouts {
+			if w, err := time.Parse(layout, strings.TrimSpace(f)); err == nil {
+				want = w.UTC()
+				break
+			}
+		}
+		if !got.Equal(want) || got.Location() != time.UTC {
+			t.Errorf("ParseTime(%q) = %v; every layout in turn gives %v", f, got, want)
+		}
+	}
+	for _, f := range []string{"2026-12-02 03:47:51.123", "2026-12-02T03:47:51.123Z"} {
+		v := any(f) // boxed once, as a driver's value is
+		if n := testing.AllocsPerRun(100, func() { _, _ = ParseTime(v) }); n != 0 {
+			t.Errorf("ParseTime(%q) allocates %v times; want none (no failed layout)", f, n)
+		}
+	}
+	for _, bad := range []string{"2026-12-02X03:47:51", "2026-12-02 03:47:51.12+1", "2026-12-02 03:47:61"} {
+		if _, err := ParseTime(bad); err == nil {
+			t.Errorf("ParseTime(%q) succeeded", bad)
 		}
 	}
 }
