@@ -8,11 +8,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/redis/go-redis/v9"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 )
 

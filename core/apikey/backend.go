@@ -6,9 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // backend is where a Manager keeps its keys, behind every method of the

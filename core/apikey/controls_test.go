@@ -6,9 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core/memory"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
 )
 
 // eachMode runs fn on a database-mode and a storage-only manager with a

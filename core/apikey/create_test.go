@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core/memory"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/memory"
 )
 
 func TestCreateInvalidInput(t *testing.T) {

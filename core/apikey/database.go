@@ -8,9 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // timeFields are the stored-key fields that the database keeps as times.

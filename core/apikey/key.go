@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // Key is an API key as the caller sees it. The plaintext key is never part

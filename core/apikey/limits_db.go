@@ -7,9 +7,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // The database keeps each named limit of a key in a row of the apikeyLimit

@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // UpdateParams lists the changes [Manager.Update] makes; a nil or zero

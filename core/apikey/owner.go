@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // SetOwnerLimits makes limits the named limits of an owner (the

@@ -14,7 +14,6 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )

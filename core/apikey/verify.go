@@ -7,9 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // VerifyOption configures one [Manager.Verify].

@@ -10,14 +10,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-	"github.com/sluice-go/sluice/core/memory"
-
 	"github.com/redis/go-redis/v9"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/memory"
 )
 
 // base is the clock's origin in the differential tests: epoch ms in 2027,

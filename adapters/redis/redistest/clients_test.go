@@ -9,13 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey/keystore"
-
 	"github.com/redis/go-redis/v9"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
