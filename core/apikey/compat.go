@@ -33,7 +33,9 @@ type (
 // ApplyClaim is [keystore.Apply].
 //
 // Deprecated: use [keystore.Apply].
-func ApplyClaim(k, owner *StoredKey, req ClaimRequest) ClaimResult { return keystore.Apply(k, owner, req) }
+func ApplyClaim(k, owner *StoredKey, req ClaimRequest) ClaimResult {
+	return keystore.Apply(k, owner, req)
+}
 
 // NewMemoryStore returns core/memory's Storage on the given clock (nil:
 // the monotonic clock), which keeps keys for storage-only mode.
