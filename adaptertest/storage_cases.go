@@ -81,6 +81,12 @@ func storageCases() []storageCase {
 			run:      storageContextDone,
 		},
 		{
+			name:     "CreateOnlyWhereAbsent",
+			contract: "keystore.Creator: Create stores the value, without expiry, where no live value is and reports true; where a value is, with or without a TTL, it reports false and changes nothing",
+			needs:    needCreator,
+			run:      storageCreate,
+		},
+		{
 			name:     "ClaimMissingKey",
 			contract: "keystore.Claimer: a missing key answers Found == false (and Patch ok == false), and neither creates it",
 			needs:    needClaimer,
@@ -151,6 +157,36 @@ func needOwnerSharing(f *storageFixture) string {
 		return fmt.Sprintf("%T does not implement keystore.OwnerSharing", f.s)
 	}
 	return ""
+}
+
+func needCreator(f *storageFixture) string {
+	if _, ok := f.s.(keystore.Creator); !ok {
+		return fmt.Sprintf("%T does not implement keystore.Creator", f.s)
+	}
+	return ""
+}
+
+func storageCreate(t testing.TB, f *storageFixture) {
+	c := f.s.(keystore.Creator)
+	created, err := c.Create(f.ctx, "made", "first")
+	if err != nil || !created {
+		t.Fatalf("Create on an absent key = %v, %v; want true", created, err)
+	}
+	if created, err = c.Create(f.ctx, "made", "second"); err != nil || created {
+		t.Fatalf("Create on a stored key = %v, %v; want false", created, err)
+	}
+	if v, ok, err := f.s.Get(f.ctx, "made"); err != nil || !ok || v != "first" {
+		t.Fatalf("Get after two Creates = %q, %v, %v; want the first value", v, ok, err)
+	}
+	if err := f.s.Set(f.ctx, "timed", "kept", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if created, err = c.Create(f.ctx, "timed", "other"); err != nil || created {
+		t.Fatalf("Create on a key with a TTL = %v, %v; want false", created, err)
+	}
+	if v, _, _ := f.s.Get(f.ctx, "timed"); v != "kept" {
+		t.Fatalf("Create changed a stored value to %q", v)
+	}
 }
 
 func needClaimer(f *storageFixture) string {

@@ -45,6 +45,12 @@ func storageRaceCases() []storageCase {
 			run:      raceBoundedExact,
 		},
 		{
+			name:     "CreateOneWinner",
+			contract: "keystore.Creator stores a value only where none is, in one atomic step: of N callers creating one key at once, each with a value of its own, exactly one is told it created it, and the key holds that caller's value",
+			needs:    needCreator,
+			run:      raceCreateOneWinner,
+		},
+		{
 			name:     "ClaimOneWinnerPerKey",
 			contract: "keystore.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0",
 			needs:    needClaimer,
@@ -264,6 +270,36 @@ func loadStored(ctx context.Context, f *storageFixture, key string) (keystore.Ke
 		return k, fmt.Errorf("Get(%q): present %v, err %v", key, ok, err)
 	}
 	return k, jsonValue(v, &k)
+}
+
+func raceCreateOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
+	key := "create:" + strconv.Itoa(round)
+	var errs errorList
+	winners := make(chan string, raceCallers)
+	Release(raceCallers, func(i int) {
+		value := "caller " + strconv.Itoa(i)
+		created, err := clients[i%len(clients)].(keystore.Creator).Create(ctx, key, value)
+		if err != nil {
+			errs.add(err)
+		} else if created {
+			winners <- value
+		}
+	})
+	close(winners)
+	if err := errs.err(); err != nil {
+		return fmt.Errorf("Create: %w", err)
+	}
+	var won []string
+	for w := range winners {
+		won = append(won, w)
+	}
+	if len(won) != 1 {
+		return fmt.Errorf("%d of %d concurrent callers were told they created the key (%v among them); want exactly 1", len(won), raceCallers, won[:min(len(won), 3)])
+	}
+	if v, ok, err := f.s.Get(ctx, key); err != nil || !ok || v != won[0] {
+		return fmt.Errorf("the key holds %q (present %v, err %v); want the winner's %q", v, ok, err, won[0])
+	}
+	return nil
 }
 
 func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {

@@ -76,7 +76,7 @@ func TestStorageMemoryRealClock(t *testing.T) {
 }
 
 // racyStorage is the deliberately non-atomic storage: every
-// read-modify-write (Increment, IncrementBounded, Claim, Patch) reads under
+// read-modify-write (Increment, IncrementBounded, Claim, Patch, Create) reads under
 // the lock, lets go of it, and writes what it computed under the lock
 // again, as a storage without server-side scripts or transactions would.
 // The lock guards each single access only, so the race detector has
@@ -107,7 +107,21 @@ var (
 	_ driver.BoundedIncrementer = (*racyStorage)(nil)
 	_ keystore.Rerollable       = (*racyStorage)(nil)
 	_ keystore.OwnerSharing     = (*racyStorage)(nil)
+	_ keystore.Creator          = (*racyStorage)(nil)
 )
+
+// Create reads, yields, and stores when it read nothing: two callers can
+// both read nothing and both store.
+func (s *racyStorage) Create(ctx context.Context, key, value string) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if _, ok := s.readThenYield(key); ok {
+		return false, nil
+	}
+	s.store(key, racyValue{v: value})
+	return true, nil
+}
 
 func (s *racyStorage) load(key string) (racyValue, bool) {
 	s.mu.Lock()
@@ -346,8 +360,8 @@ func TestStorageRacesCatchNonAtomicStorage(t *testing.T) {
 			t.Logf("caught: %s", strings.SplitN(rec.summary(), "\n", 2)[0])
 		})
 	}
-	// nine races, each on one client and on several
-	require.Equal(t, 18, races, "race cases")
+	// ten races, each on one client and on several
+	require.Equal(t, 20, races, "race cases")
 }
 
 // TestNonAtomicStoragePassesSequentialCases shows that what the races

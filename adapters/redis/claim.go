@@ -248,4 +248,5 @@ var (
 	_ keystore.Rerollable   = (*Storage)(nil)
 	_ keystore.OwnerSharing = (*Storage)(nil)
 	_ keystore.Indexer      = (*Storage)(nil)
+	_ keystore.Creator      = (*Storage)(nil)
 )

@@ -73,6 +73,18 @@ func (s *Storage) Set(ctx context.Context, key, value string, ttl time.Duration)
 	return nil
 }
 
+// Create stores value at key, without expiry, only when no value is there
+// (SET NX): the [keystore.Creator] that an owner's first SetOwnerLimits
+// uses.
+func (s *Storage) Create(ctx context.Context, key, value string) (bool, error) {
+	driver.AddRoundTrips(ctx, 1)
+	created, err := s.client.SetNX(ctx, s.prefix+key, value, 0).Result()
+	if err != nil {
+		return false, fmt.Errorf("sluiceredis: create: %w", err)
+	}
+	return created, nil
+}
+
 // Delete removes key.
 func (s *Storage) Delete(ctx context.Context, key string) error {
 	driver.AddRoundTrips(ctx, 1)

@@ -208,6 +208,7 @@ func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error)
 		return nil, invalidf("NewStorageOnly: WithKeyStateCache applies to database mode only")
 	}
 	ix, _ := s.(keystore.Indexer)
+	creator, _ := s.(keystore.Creator)
 	_, rerolls := s.(keystore.Rerollable)
 	_, owners := s.(keystore.OwnerSharing)
 	if owners {
@@ -215,7 +216,7 @@ func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error)
 			return nil, err
 		}
 	}
-	st := &storeOnly{s: s, c: c, rerolls: rerolls, owners: owners, ix: ix, prefix: o.prefix, dropExpired: o.dropExpired}
+	st := &storeOnly{s: s, c: c, rerolls: rerolls, owners: owners, ix: ix, creator: creator, prefix: o.prefix, dropExpired: o.dropExpired}
 	st.locs.reset()
 	return &Manager{store: st, o: o}, nil
 }

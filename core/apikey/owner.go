@@ -23,7 +23,10 @@ import (
 // or fails with [core.ErrSchema]. In storage-only mode it needs a storage
 // that implements [keystore.OwnerSharing], or fails with [core.ErrUnsupported], and
 // the owner's limits apply to the keys created by such a manager: each is
-// stored with its owner's limits, under one {hash tag}.
+// stored with its owner's limits, under one {hash tag}. There an owner's
+// first call makes the owner's record only where none is when the storage
+// implements [keystore.Creator] (core/memory's and Redis's do), so that two
+// first calls at once cannot drop what claims spent between them.
 func (m *Manager) SetOwnerLimits(ctx context.Context, referenceID string, limits map[string]NamedLimit) error {
 	start := time.Now()
 	if err := m.initialised("SetOwnerLimits"); err != nil {
@@ -65,7 +68,10 @@ func checkOwner(referenceID string) error {
 
 // setOwnerLimits makes cfg (Limits text, nil for none) the owner's limits:
 // a patch of the limits alone keeps the counters claims write; with no
-// record yet, one is made.
+// record yet, one is made, only where none is (keystore.Creator), so that
+// of two first calls the later patches the record the earlier made rather
+// than replacing it and the counters claims wrote to it meanwhile. A
+// storage without Creator stores the record outright.
 func (st *storeOnly) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
 	if !st.owners {
 		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage %T does not implement keystore.OwnerSharing", core.ErrUnsupported, st.c)
@@ -74,15 +80,28 @@ func (st *storeOnly) setOwnerLimits(ctx context.Context, ref string, cfg *string
 	if cfg == nil {
 		return st.s.Delete(ctx, key)
 	}
-	if _, ok, err := st.c.Patch(ctx, key, map[string]any{"limits": *cfg}); err != nil || ok {
-		return err
-	}
 	v, err := json.Marshal(&keystore.Key{ReferenceID: ref, Limits: cfg})
 	if err != nil {
 		return err
 	}
-	return st.s.Set(ctx, key, string(v), 0)
+	// A record deleted between the patch and the create makes both miss;
+	// so does one created between them, which the next patch finds.
+	for attempt := 0; attempt < maxOwnerAttempts; attempt++ {
+		if _, ok, err := st.c.Patch(ctx, key, map[string]any{"limits": *cfg}); err != nil || ok {
+			return err
+		}
+		if st.creator == nil {
+			return st.s.Set(ctx, key, string(v), 0)
+		}
+		if created, err := st.creator.Create(ctx, key, string(v)); err != nil || created {
+			return err
+		}
+	}
+	return fmt.Errorf("apikey: SetOwnerLimits: %w: the owner's record was created and deleted under it %d times", core.ErrContention, maxOwnerAttempts)
 }
+
+// maxOwnerAttempts bounds setOwnerLimits' rounds of patch and create.
+const maxOwnerAttempts = 10
 
 // ownerLimits reads the owner's limits and their counters.
 func (st *storeOnly) ownerLimits(ctx context.Context, ref string) (map[string]LimitUsage, error) {

@@ -35,6 +35,7 @@ type storeOnly struct {
 	rerolls     bool             // c is keystore.Rerollable
 	owners      bool             // c is keystore.OwnerSharing: keys are stored in their owner's hash tag
 	ix          keystore.Indexer // nil: no listing
+	creator     keystore.Creator // nil: an owner's first record is Set, racing another first
 	prefix      string
 	dropExpired bool // WithDeleteExpiredOnVerify
 	locs        locations

@@ -12,6 +12,7 @@ var (
 	_ keystore.Rerollable   = (*Storage)(nil)
 	_ keystore.OwnerSharing = (*Storage)(nil)
 	_ keystore.Indexer      = (*Storage)(nil)
+	_ keystore.Creator      = (*Storage)(nil)
 )
 
 // ClaimChecksHash declares that Claim applies rule 0 of [keystore.Apply],
@@ -105,4 +106,19 @@ func (s *Storage) Patch(ctx context.Context, key string, fields map[string]any) 
 		return keystore.Key{}, false, err
 	}
 	return after, true, nil
+}
+
+// Create stores value at key, without expiry, only when no live value is
+// there, in one atomic update: the [keystore.Creator] that an owner's first
+// SetOwnerLimits uses.
+func (s *Storage) Create(ctx context.Context, key, value string) (bool, error) {
+	created := false
+	err := s.Update(ctx, []string{key}, func(values []string, found []bool) ([]bool, error) {
+		if found[0] {
+			return nil, nil
+		}
+		values[0], created = value, true
+		return []bool{true}, nil
+	})
+	return created, err
 }

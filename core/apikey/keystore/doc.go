@@ -7,7 +7,8 @@
 // verification exactly as [Apply] does, so that concurrent verifications
 // on several servers never both spend the last unit. [Rerollable] and
 // [OwnerSharing] declare that its claims honour a request's hash and its
-// owner's limits; [Indexer] lets the manager list keys. core/memory's
+// owner's limits; [Indexer] lets the manager list keys, and [Creator]
+// makes an owner's first record safely. core/memory's
 // Storage implements all of them in process, and adapters/redis with one
 // Lua script per claim; adaptertest.RunStorage checks an implementation
 // against this contract.

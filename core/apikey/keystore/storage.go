@@ -57,3 +57,16 @@ type Indexer interface {
 	// SetMembers returns the members in any order.
 	SetMembers(ctx context.Context, set string) ([]string, error)
 }
+
+// Creator is an optional capability that storage-only mode uses to make an
+// owner's first record (apikey's Manager.SetOwnerLimits): storing a value
+// only where none is stored, in one atomic step, as Redis's SET NX does.
+// Without it two first SetOwnerLimits calls at once can both store the
+// record, the later one dropping what claims spent from the earlier in
+// between.
+type Creator interface {
+	// Create stores value at key, with no expiry, when no live value is
+	// stored there, and reports whether it did; it never changes a value
+	// already stored.
+	Create(ctx context.Context, key, value string) (created bool, err error)
+}
