@@ -58,12 +58,10 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		if err != nil {
 			return Result{}, err
 		}
-		owner := attachRows(s, lims, rows)
-		claim := keystore.Request{Now: now.UnixMilli(), Cost: cost, Limits: spend}
-		if req != nil {
-			claim.RequireAll, claim.RequireAny = req.all, req.any
-		}
-		p := keystore.Decide(s, owner, claim)
+		rowLimits(s, lims, rows, false)
+		owner := new(keystore.Key)
+		rowLimits(owner, lims, rows, true)
+		p := keystore.Decide(s, owner, req.claim(now.UnixMilli(), cost, spend))
 		if p.Code != "" || cost == 0 {
 			return m.answerRead(ctx, s, hash, p, now)
 		}
@@ -105,7 +103,7 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		// The cached copy, if any, is now behind: a check of cost 0,
 		// answered from the cache alone, would see the key as it was.
 		m.uncache(ctx, after.Key)
-		attachRows(after, lims, rows)
+		rowLimits(after, lims, rows, false)
 		k, err := toKey(after)
 		if err != nil {
 			return Result{}, err
@@ -182,27 +180,18 @@ func (m *Manager) dbLimitRows(ctx context.Context, lims []limitRow) (map[string]
 	return out, nil
 }
 
-// attachRows gives s the limits of its own that rows holds of lims, and
-// returns a record of its owner's, as a storage keeps them.
-func attachRows(s *keystore.Key, lims []limitRow, rows map[string]core.Row) (owner *keystore.Key) {
+// rowLimits gives k the named limits, with their counters, that rows
+// holds of those of lims that are the owner's (owner true) or the key's
+// own, as a storage keeps them in a record.
+func rowLimits(k *keystore.Key, lims []limitRow, rows map[string]core.Row, owner bool) {
 	cfg, counts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
-	ownerCfg, ownerCounts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
 	for _, l := range lims {
-		r, ok := rows[l.row]
-		switch {
-		case !ok:
-		case l.owner:
-			ownerCfg[l.Name], ownerCounts[l.Name] = rowLimit(r)
-		default:
+		if r, ok := rows[l.row]; ok && l.owner == owner {
 			cfg[l.Name], counts[l.Name] = rowLimit(r)
 		}
 	}
-	s.SetLimitConfigs(cfg)
-	s.SetLimitCounters(counts)
-	owner = new(keystore.Key)
-	owner.SetLimitConfigs(ownerCfg)
-	owner.SetLimitCounters(ownerCounts)
-	return owner
+	k.SetLimitConfigs(cfg)
+	k.SetLimitCounters(counts)
 }
 
 // dbAttachLimits reads the named limits of the keys and sets them.

@@ -13,6 +13,16 @@ type required struct {
 	all, any []keystore.Permission
 }
 
+// claim is the keystore.Request of a verification at now (epoch ms) that
+// spends cost and the named limits spend and requires r (nil: nothing).
+func (r *required) claim(now, cost int64, spend []keystore.LimitSpend) keystore.Request {
+	req := keystore.Request{Now: now, Cost: cost, Limits: spend}
+	if r != nil {
+		req.RequireAll, req.RequireAny = r.all, r.any
+	}
+	return req
+}
+
 // none reports whether r asks for nothing.
 func (r *required) none() bool { return r == nil || (len(r.all) == 0 && len(r.any) == 0) }
 

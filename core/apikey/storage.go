@@ -121,10 +121,8 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 	if err := ctx.Err(); err != nil {
 		return Result{}, err // before the claim: nothing spent
 	}
-	claim := keystore.Request{Now: now, Cost: cost, Hash: hash, Limits: spend}
-	if req != nil {
-		claim.RequireAll, claim.RequireAny = req.all, req.any
-	}
+	claim := req.claim(now, cost, spend)
+	claim.Hash = hash
 	loc, known := st.locs.get(hash)
 	var res keystore.Result
 	var err error

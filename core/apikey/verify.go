@@ -189,11 +189,7 @@ func (m *Manager) verifyDB(ctx context.Context, hash string, cost int64, req *re
 // remembered), on its own fields: the rules of keystore.Apply but the
 // named limits, which verifyLimited decides with their rows.
 func decideRead(s *keystore.Key, now time.Time, cost int64, req *required) keystore.Plan {
-	r := keystore.Request{Now: now.UnixMilli(), Cost: cost}
-	if req != nil {
-		r.RequireAll, r.RequireAny = req.all, req.any
-	}
-	return keystore.Decide(s, nil, r)
+	return keystore.Decide(s, nil, req.claim(now.UnixMilli(), cost, nil))
 }
 
 // answerRead answers a verification decided on the key as read, s, that

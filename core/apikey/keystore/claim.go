@@ -95,17 +95,8 @@ func Apply(k, owner *Key, req Request) Result {
 	if k == nil || !k.OpensWith(req.Hash, req.Now) {
 		return Result{}
 	}
-	var counts, ownerCounts map[string]LimitCount
-	var lims []limitCheck
+	lims, counts, ownerCounts := limitsOf(k, owner, req.Limits)
 	n := len(req.Limits)
-	if n > 0 {
-		counts = k.LimitCounters()
-		lims = limitChecks(k.LimitConfigs(), counts, req.Limits, false)
-		if owner != nil {
-			ownerCounts = owner.LimitCounters()
-			lims = append(lims, limitChecks(owner.LimitConfigs(), ownerCounts, req.Limits, true)...)
-		}
-	}
 	p := decide(k, &req, lims)
 	res := Result{Found: true, Code: p.Code, TryAgainIn: p.TryAgainIn, Limit: p.Limit, OwnerLimit: p.OwnerLimit}
 	if p.Code == "" && req.Cost > 0 {
@@ -146,13 +137,7 @@ type Plan struct {
 // owner is not nil, without changing either; it does not check the hash
 // (rule 0).
 func Decide(k, owner *Key, req Request) Plan {
-	var lims []limitCheck
-	if len(req.Limits) > 0 {
-		lims = limitChecks(k.LimitConfigs(), k.LimitCounters(), req.Limits, false)
-		if owner != nil {
-			lims = append(lims, limitChecks(owner.LimitConfigs(), owner.LimitCounters(), req.Limits, true)...)
-		}
-	}
+	lims, _, _ := limitsOf(k, owner, req.Limits)
 	return decide(k, &req, lims)
 }
 

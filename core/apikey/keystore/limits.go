@@ -10,6 +10,22 @@ type limitCheck struct {
 	max, window, count, start int64 // start: epoch ms, 0 for none
 }
 
+// limitsOf pairs what spend spends with the limits k holds and then, when
+// owner is not nil, with the owner's, returning the counters decoded from
+// each record; nothing when spend is empty.
+func limitsOf(k, owner *Key, spend []LimitSpend) (lims []limitCheck, counts, ownerCounts map[string]LimitCount) {
+	if len(spend) == 0 {
+		return nil, nil, nil
+	}
+	counts = k.LimitCounters()
+	lims = limitChecks(k.LimitConfigs(), counts, spend, false)
+	if owner != nil {
+		ownerCounts = owner.LimitCounters()
+		lims = append(lims, limitChecks(owner.LimitConfigs(), ownerCounts, spend, true)...)
+	}
+	return lims, counts, ownerCounts
+}
+
 // limitChecks pairs what a verification spends with the limits stored.
 func limitChecks(cfg map[string]LimitConfig, counts map[string]LimitCount, spend []LimitSpend, owner bool) []limitCheck {
 	out := make([]limitCheck, len(spend))
