@@ -218,6 +218,15 @@ func (r *report) ratios() []ratio {
 				Values: only("pgx", perAdapter(db, kindLimiter, kindPgxFloor, hotKey, n))})
 			add(ratio{DB: db, What: "rate limiter ÷ pessimistic locking", Scenario: hotKey, Goroutines: n, Target: 2, Binding: pg || my,
 				Values: perAdapter(db, kindLimiter, kindLocking, hotKey, n)})
+			// The same ratio for the hand-written guarded UPDATE: a limiter
+			// that sends the floor's one statement cannot run faster than
+			// the floor, so this is the ceiling of the row above.
+			if f, ok := r.find(db, kindFloor, "", hotKey, n); ok {
+				if l, ok := r.find(db, kindLocking, "", hotKey, n); ok && l.PerSecond() > 0 {
+					add(ratio{DB: db, What: "SQL floor ÷ pessimistic locking (the ceiling above)", Scenario: hotKey, Goroutines: n,
+						Values: []namedValue{{"floor", speedup(f, l)}}})
+				}
+			}
 		}
 		add(ratio{DB: db, What: "rate limiter ÷ read-then-write reference", Scenario: uniformKeys, Goroutines: g, Target: 1.5, Binding: pg,
 			Values: perAdapter(db, kindLimiter, kindReference, uniformKeys, g)})
