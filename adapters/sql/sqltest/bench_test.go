@@ -202,7 +202,7 @@ func verifyByHand(b *testing.B, e *env) func(plain string) error {
 		c("expiresAt"), c("expiresAt"), p(), c("lastRequest"), p(), c("requestCount"), c("rateLimitMax"))
 	n = 0
 	sel := fmt.Sprintf("SELECT %s FROM %s WHERE %s = %s", strings.Join(cols, ", "), q(tb.Name), c("key"), p())
-	db, onMySQL, sqlite := e.sqldb, e.b.dialect == sluicesql.MySQL, e.b.dialect == sluicesql.SQLite
+	db, onMySQL, onSQLite := e.sqldb, e.b.dialect == sluicesql.MySQL, e.b.dialect == sluicesql.SQLite
 	if onMySQL {
 		// The driver parses DATETIME columns into time.Time, and writes
 		// the values into the statements as the engine does, so each
@@ -221,7 +221,7 @@ func verifyByHand(b *testing.B, e *env) func(plain string) error {
 		hash := apikey.Hash(plain)
 		now := time.Now().UTC()
 		start := now.Add(-time.Hour)
-		if sqlite {
+		if onSQLite {
 			// SQLite has no time type: the table's times are ISO 8601 text,
 			// compared as text.
 			now, start := driver.FormatTime(now), driver.FormatTime(start)
