@@ -166,10 +166,13 @@ func guardsOf(t *driver.Table, row driver.Record, pk string, buf []guard) ([]gua
 			continue
 		}
 		g := guard{col: c.Name}
-		switch v := row[c.Name].(type) {
+		// read is the value as the record holds it: a guard that keeps
+		// it whole reuses its interface rather than boxing it again.
+		read := row[c.Name]
+		switch v := read.(type) {
 		case nil:
 		case int64, uint64:
-			g.value = v
+			g.value = read
 		case int:
 			g.value = int64(v)
 		case int32:
@@ -183,7 +186,7 @@ func guardsOf(t *driver.Table, row driver.Record, pk string, buf []guard) ([]gua
 					break
 				}
 			}
-			g.value, g.bytes = v, true
+			g.value, g.bytes = read, true
 		case string:
 			g.value, g.bytes = []byte(v), true
 		case time.Time:
