@@ -179,11 +179,3 @@ func cols(where ...core.Where) []driver.Where {
 	}
 	return out
 }
-
-// The names kept for code written before the adapter contract moved are
-// the contract's own types, so such code keeps compiling.
-var (
-	_ core.Adapter          = memory.New()
-	_ core.SecondaryStorage = memory.NewStorage()
-	_ driver.Counter        = core.Counter{}
-)
