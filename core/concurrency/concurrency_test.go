@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/concurrency"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -24,19 +25,11 @@ func stores(t *testing.T) map[string]concurrency.Store {
 	return map[string]concurrency.Store{"memory": concurrency.Memory(), "database": concurrency.Database(db)}
 }
 
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time          { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Advance(d time.Duration) { c.mu.Lock(); defer c.mu.Unlock(); c.now = c.now.Add(d) }
-
 func TestLeaseLifeCycle(t *testing.T) {
 	for name, store := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			c := &clock{now: time.UnixMilli(1_700_000_000_000)}
+			c := testclock.New(time.UnixMilli(1_700_000_000_000))
 			l, err := concurrency.New(store, concurrency.WithClock(c.Now))
 			if err != nil {
 				t.Fatal(err)

@@ -12,18 +12,13 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-type fakeClock struct{ ns atomic.Int64 }
-
-func (c *fakeClock) now() time.Time          { return time.Unix(0, c.ns.Load()).UTC() }
-func (c *fakeClock) advance(d time.Duration) { c.ns.Add(int64(d)) }
-
-func newStorage() (*memory.Storage, *fakeClock) {
-	c := &fakeClock{}
-	c.ns.Store(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	return memory.NewStorage(memory.WithClock(c.now)), c
+func newStorage() (*memory.Storage, *testclock.Clock) {
+	c := testclock.New(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	return memory.NewStorage(memory.WithClock(c.Now)), c
 }
 
 func TestStorageGetSetDelete(t *testing.T) {
@@ -41,11 +36,11 @@ func TestStorageGetSetDelete(t *testing.T) {
 	if v, ok, _ := s.Get(ctx, "a"); !ok || v != "1" {
 		t.Fatalf("Get = %q, %v", v, ok)
 	}
-	c.advance(time.Second) // expiry is the instant the TTL ends
+	c.Advance(time.Second) // expiry is the instant the TTL ends
 	if _, ok, _ := s.Get(ctx, "a"); ok {
 		t.Error("value still there when its TTL ended")
 	}
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	if v, ok, _ := s.Get(ctx, "forever"); !ok || v != "x" {
 		t.Error("a value without TTL expired")
 	}
@@ -70,7 +65,7 @@ func TestStorageIncrementKeepsItsTTL(t *testing.T) {
 	if err != nil || got != (driver.Counter{Value: 2, TTL: 10 * time.Second}) {
 		t.Fatalf("first Increment = %+v, %v", got, err)
 	}
-	c.advance(4 * time.Second)
+	c.Advance(4 * time.Second)
 	got, err = s.Increment(ctx, "n", 3, time.Hour) // the ttl of an existing counter is ignored
 	if err != nil || got != (driver.Counter{Value: 5, TTL: 6 * time.Second}) {
 		t.Fatalf("second Increment = %+v, %v; want 5 with 6s left", got, err)
@@ -78,7 +73,7 @@ func TestStorageIncrementKeepsItsTTL(t *testing.T) {
 	if v, _, _ := s.Get(ctx, "n"); v != "5" {
 		t.Errorf("Get of a counter = %q, want 5", v)
 	}
-	c.advance(6 * time.Second)
+	c.Advance(6 * time.Second)
 	got, _ = s.Increment(ctx, "n", 1, time.Minute)
 	if got != (driver.Counter{Value: 1, TTL: time.Minute}) {
 		t.Errorf("Increment after expiry = %+v, want a new counter", got)
@@ -110,7 +105,7 @@ func TestStorageIncrementBounded(t *testing.T) {
 	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); !ok || got.Value != 2 {
 		t.Fatalf("first: %+v %v", got, ok)
 	}
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	if got, ok, _ := s.IncrementBounded(ctx, "b", 2, 3, time.Minute); ok || got != (driver.Counter{Value: 2, TTL: 59 * time.Second}) {
 		t.Fatalf("over max: %+v %v; want refused, unchanged", got, ok)
 	}
@@ -155,7 +150,7 @@ func TestStorageSweepsExpiredKeys(t *testing.T) {
 	for i := 0; i < 1000; i++ {
 		_ = s.Set(ctx, fmt.Sprint("old", i), "x", time.Second)
 	}
-	c.advance(time.Second)
+	c.Advance(time.Second)
 	for i := 0; i < 3000; i++ {
 		_ = s.Set(ctx, fmt.Sprint("new", i), "x", time.Minute)
 	}

@@ -55,11 +55,11 @@ func TestStorageUpdate(t *testing.T) {
 	if _, ok, _ := s.Get(ctx, "untouched"); ok {
 		t.Error("a key fn did not mark was written")
 	}
-	c.advance(time.Minute)
+	c.Advance(time.Minute)
 	if _, ok, _ := s.Get(ctx, "a"); ok {
 		t.Error("the written key lost its expiry")
 	}
-	c.advance(time.Hour)
+	c.Advance(time.Hour)
 	if v, ok, _ := s.Get(ctx, "new"); !ok || v != "fresh" {
 		t.Errorf("the new key expired: %q, %v", v, ok)
 	}
