@@ -7,57 +7,23 @@ import (
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
-// Code identifies the outcome of a verification. The values are stable and
-// are those of Better Auth, so clients can share their handling.
-type Code string
+// Code identifies the outcome of a verification: "" when valid, else a
+// denial. The values are stable and are those of Better Auth, so clients
+// can share their handling. Code.Status is the HTTP status and
+// Code.Message a sentence for people.
+type Code = keystore.Code
 
 // The denial codes. A successful verification has the empty code.
 const (
-	CodeInvalid       Code = "INVALID_API_KEY" // unknown key (or deleted during verification)
-	CodeDisabled           = Code(keystore.Disabled)
-	CodeExpired            = Code(keystore.Expired)
-	CodeUsageExceeded      = Code(keystore.UsageExceeded) // quota exhausted
-	CodeRateLimited        = Code(keystore.RateLimited)   // per-key rate limit reached
+	CodeInvalid       = keystore.Invalid // unknown key (or deleted during verification)
+	CodeDisabled      = keystore.Disabled
+	CodeExpired       = keystore.Expired
+	CodeUsageExceeded = keystore.UsageExceeded // quota exhausted
+	CodeRateLimited   = keystore.RateLimited   // the key's rate limit or one of its named limits reached
 	// CodeForbidden: the key lacks a permission the request requires (see
 	// [Permissions] and [AnyPermission]).
-	CodeForbidden = Code(keystore.Forbidden)
+	CodeForbidden = keystore.Forbidden
 )
-
-// Status returns the HTTP status for the code: 401 for an invalid,
-// disabled or expired key, 403 for a missing permission, 429 for usage
-// exceeded and rate limited, 200 for the empty code.
-func (c Code) Status() int {
-	switch c {
-	case "":
-		return http.StatusOK
-	case CodeForbidden:
-		return http.StatusForbidden
-	case CodeUsageExceeded, CodeRateLimited:
-		return http.StatusTooManyRequests
-	}
-	return http.StatusUnauthorized
-}
-
-// Message returns a human-readable sentence for the code.
-func (c Code) Message() string {
-	switch c {
-	case "":
-		return "valid API key"
-	case CodeInvalid:
-		return "invalid API key"
-	case CodeDisabled:
-		return "API key is disabled"
-	case CodeExpired:
-		return "API key has expired"
-	case CodeUsageExceeded:
-		return "API key usage exceeded"
-	case CodeRateLimited:
-		return "API key rate limit exceeded"
-	case CodeForbidden:
-		return "API key lacks a required permission"
-	}
-	return string(c)
-}
 
 // Result is the outcome of [Manager.Verify]. A denial is a Result with
 // Valid == false, never an error.

@@ -170,7 +170,7 @@ func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost
 		}
 	}
 	if res.Code != "" {
-		r := denied(Code(res.Code), res.TryAgainIn, k)
+		r := denied(res.Code, res.TryAgainIn, k)
 		r.Limit, r.OwnerLimit = res.Limit, res.OwnerLimit
 		return r, nil
 	}

@@ -207,7 +207,7 @@ func (m *Manager) answerRead(ctx context.Context, s *keystore.Key, hash string, 
 	if p.Code == "" {
 		return allowed(k), nil
 	}
-	r := denied(Code(p.Code), p.TryAgainIn, k)
+	r := denied(p.Code, p.TryAgainIn, k)
 	r.Limit, r.OwnerLimit = p.Limit, p.OwnerLimit
 	return r, nil
 }
