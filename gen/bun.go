@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
 // bunFiles writes one bun model struct per table.
-func bunFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
+func bunFiles(cfg Config, names ddl.IndexNames, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -39,7 +40,7 @@ func bunFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]
 // because bun's own choice for time.Time on MySQL is DATETIME without
 // fractional seconds. A unique column names its constraint, which is the
 // DDL's unique index (bun's CREATE TABLE makes no plain indexes).
-func bunTag(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column) string {
+func bunTag(d Dialect, names ddl.IndexNames, t *driver.Table, c driver.Column) string {
 	f := c.Field
 	parts := []string{c.Name}
 	if f.Primary {
@@ -50,12 +51,12 @@ func bunTag(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Colu
 	} else {
 		parts = append(parts, "notnull")
 	}
-	if idx, unique, ok := indexOf(names, t, c); ok && unique {
+	if idx, unique, ok := names.Of(t, c); ok && unique {
 		parts = append(parts, "unique:"+idx)
 	}
 	if def, ok := ormDefault(f); ok {
 		parts = append(parts, "default:"+def)
 	}
-	parts = append(parts, "type:"+d.columnDDLType(f))
+	parts = append(parts, "type:"+d.DeclaredType(f))
 	return strings.Join(parts, ",")
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -56,12 +57,12 @@ func Diff(s *core.Schema, tables []*driver.Table, d Dialect, cat Catalog) (Plan,
 			return Plan{}, fmt.Errorf("gen: table %s (model %q) is not a table of the schema", t.Name, t.Model)
 		}
 	}
-	names := indexNames(all)
+	names := ddl.Indexes(all)
 	var p Plan
 	for _, t := range tables {
 		have, ok := cat[t.Name]
 		if !ok {
-			p.Statements = append(p.Statements, d.createTable(names, t)...)
+			p.Statements = append(p.Statements, d.CreateTableNamed(names, t)...)
 			continue
 		}
 		p.diffTable(d, names, t, have)
@@ -76,7 +77,7 @@ func (p *Plan) leave(format string, args ...any) {
 	p.Left = append(p.Left, fmt.Sprintf(format, args...))
 }
 
-func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *driver.Table, have *ExistingTable) {
+func (p *Plan) diffTable(d Dialect, names ddl.IndexNames, t *driver.Table, have *ExistingTable) {
 	var indexes []string
 	for _, c := range t.Columns {
 		hc, ok := have.column(d, c.Name)
@@ -90,7 +91,7 @@ func (p *Plan) diffTable(d Dialect, names map[indexKey]string, t *driver.Table, 
 				f.Nullable = true
 				p.leave("column %s.%s is added without NOT NULL, as existing rows have no value for it: fill it, then add the constraint", t.Name, c.Name)
 			}
-			p.Statements = append(p.Statements, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.Quote(t.Name), d.columnDef(driver.Column{Name: c.Name, Field: f})))
+			p.Statements = append(p.Statements, fmt.Sprintf("ALTER TABLE %s ADD COLUMN %s", d.Quote(t.Name), d.ColumnDef(driver.Column{Name: c.Name, Field: f})))
 		} else {
 			p.compareColumn(d, t, c, hc)
 		}
@@ -130,7 +131,7 @@ func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc Exi
 		p.leave("column %s.%s is %s; the schema wants %s", t.Name, c.Name, shownType(hc.Type), want)
 	case d == MySQL && c.Field.Type == core.TypeTime && !strings.EqualFold(hc.Type, want):
 		p.leave("column %s.%s is %s; the schema wants %s (millisecond precision)", t.Name, c.Name, shownType(hc.Type), want)
-	case d == MySQL && got == core.TypeString && c.Field.Unique && hc.Collation != "" && !slices.Contains(noPadCollations, strings.ToLower(hc.Collation)):
+	case d == MySQL && got == core.TypeString && c.Field.Unique && hc.Collation != "" && !slices.Contains(ddl.NoPadCollations, strings.ToLower(hc.Collation)):
 		// Only the unique keys: exactness depends on them, and changing a
 		// collation rebuilds the table, which is the owner's call. Going
 		// to NO PAD cannot create duplicates: it tells more strings apart.
@@ -138,7 +139,7 @@ func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc Exi
 		f.Nullable = hc.Nullable
 		p.leave("column %s.%s has collation %s, not a binary NO PAD one: keys differing only by trailing spaces (under a _ci collation, also by case) are one key; "+
 			"the schema wants utf8mb4_nopad_bin (MariaDB 10.2.2+) or utf8mb4_0900_bin (MySQL 8.0.17+): "+
-			"ALTER TABLE %s MODIFY %s", t.Name, c.Name, shownName(hc.Collation), d.Quote(t.Name), d.columnDef(driver.Column{Name: c.Name, Field: f}))
+			"ALTER TABLE %s MODIFY %s", t.Name, c.Name, shownName(hc.Collation), d.Quote(t.Name), d.ColumnDef(driver.Column{Name: c.Name, Field: f}))
 	}
 	switch {
 	case c.Field.Nullable && !hc.Nullable:
@@ -150,8 +151,8 @@ func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc Exi
 
 // diffIndex returns the CREATE INDEX statement for a column whose own
 // index is missing, or "" when it exists or cannot be made safely.
-func (p *Plan) diffIndex(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column, have *ExistingTable) string {
-	name, unique, ok := indexOf(names, t, c)
+func (p *Plan) diffIndex(d Dialect, names ddl.IndexNames, t *driver.Table, c driver.Column, have *ExistingTable) string {
+	name, unique, ok := names.Of(t, c)
 	if !ok {
 		return ""
 	}

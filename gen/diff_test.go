@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -93,7 +94,7 @@ func TestDiffCatalog(t *testing.T) {
 				want = []string{"column rate_limit.key has collation " + collation + ", not a binary NO PAD one: " +
 					"keys differing only by trailing spaces (under a _ci collation, also by case) are one key; " +
 					"the schema wants utf8mb4_nopad_bin (MariaDB 10.2.2+) or utf8mb4_0900_bin (MySQL 8.0.17+): " +
-					"ALTER TABLE `rate_limit` MODIFY `key` VARCHAR(255) " + mysqlNoPad + " NOT NULL"}
+					"ALTER TABLE `rate_limit` MODIFY `key` VARCHAR(255) " + ddl.MySQLNoPad + " NOT NULL"}
 			}
 			if plan.Statements != nil || !reflect.DeepEqual(plan.Left, want) {
 				t.Errorf("%q: got %q %q, want %q", collation, plan.Statements, plan.Left, want)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -24,7 +25,7 @@ var entDialects = []struct {
 // column type in every dialect (SchemaType, the same as the DDL) and the
 // index names, so that ent's migration and sluice's DDL describe the same
 // tables.
-func entFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
+func entFiles(cfg Config, names ddl.IndexNames, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -50,7 +51,7 @@ func entFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]
 			fmt.Fprintf(&b, "\n// Indexes of %s.\n", name)
 			fmt.Fprintf(&b, "func (%s) Indexes() []ent.Index {\n\treturn []ent.Index{\n", name)
 			for _, c := range t.Columns {
-				idx, unique, ok := indexOf(names, t, c)
+				idx, unique, ok := names.Of(t, c)
 				if !ok {
 					continue
 				}
@@ -73,7 +74,7 @@ func entFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]
 
 func hasIndex(t *driver.Table) bool {
 	for _, c := range t.Columns {
-		if _, ok := indexSuffix(c); ok {
+		if ddl.HasIndex(c) {
 			return true
 		}
 	}

@@ -46,7 +46,7 @@ func hasControl(s string) bool {
 var serverVersion = regexp.MustCompile(`^(?:5\.5\.5-)?(\d+)\.(\d+)\.(\d+)`)
 
 // hasNoPad reports whether a MySQL or MariaDB server of version (as
-// VERSION() returns it) has the binary NO PAD collation mysqlNoPad picks:
+// VERSION() returns it) has the binary NO PAD collation ddl.MySQLNoPad picks:
 // MariaDB 10.2.2+ (utf8mb4_nopad_bin), MySQL 8.0.17+ (utf8mb4_0900_bin).
 // An unrecognised version is reported as lacking it.
 func hasNoPad(version string) bool {

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -101,7 +102,7 @@ func Generate(cfg Config) ([]File, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := indexNames(s.Tables())
+	names := ddl.Indexes(s.Tables())
 	var files []File
 	switch cfg.Target {
 	case Ent:

@@ -4,11 +4,12 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
 // gormFiles writes one gorm model struct per table.
-func gormFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([]File, error) {
+func gormFiles(cfg Config, names ddl.IndexNames, tables []*driver.Table) ([]File, error) {
 	var files []File
 	for _, t := range tables {
 		name := goName(t.Model)
@@ -35,20 +36,20 @@ func gormFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) ([
 }
 
 // gormTag is the gorm struct tag of a column.
-func gormTag(d Dialect, names map[indexKey]string, t *driver.Table, c driver.Column) string {
+func gormTag(d Dialect, names ddl.IndexNames, t *driver.Table, c driver.Column) string {
 	f := c.Field
 	parts := []string{"column:" + c.Name}
 	if f.Primary {
 		return strings.Join(append(parts, "primaryKey", "autoIncrement"), ";")
 	}
-	parts = append(parts, "type:"+d.columnDDLType(f))
+	parts = append(parts, "type:"+d.DeclaredType(f))
 	if !f.Nullable {
 		parts = append(parts, "not null")
 	}
 	if def, ok := ormDefault(f); ok {
 		parts = append(parts, "default:"+def)
 	}
-	if idx, unique, ok := indexOf(names, t, c); ok {
+	if idx, unique, ok := names.Of(t, c); ok {
 		kind := "index"
 		if unique {
 			kind = "uniqueIndex"

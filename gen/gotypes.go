@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -57,7 +58,7 @@ func ormDefault(f core.Field) (string, bool) {
 	if f.Default == nil || (f.Type == core.TypeBool && !isZeroDefault(f.Default)) {
 		return "", false
 	}
-	return literal(f.Default), true
+	return ddl.Literal(f.Default), true
 }
 
 // fieldComment is a struct field's comment, with a note when its DDL
@@ -66,7 +67,7 @@ func fieldComment(f core.Field, orm string) string {
 	if _, ok := ormDefault(f); f.Default == nil || ok {
 		return f.Comment
 	}
-	note := fmt.Sprintf("The column defaults to %s, but %s writes the field's value even when it is %v: set it on create.", literal(f.Default), orm, zeroOf(f))
+	note := fmt.Sprintf("The column defaults to %s, but %s writes the field's value even when it is %v: set it on create.", ddl.Literal(f.Default), orm, zeroOf(f))
 	return strings.TrimSpace(f.Comment + "\n" + note)
 }
 

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -14,9 +15,9 @@ import (
 // checkIndexNames checks what indexNames promises for s: every indexed
 // column has a name, of at most 63 characters, that no other index and no
 // table of s has, compared case-insensitively.
-func checkIndexNames(t *testing.T, s *core.Schema) map[indexKey]string {
+func checkIndexNames(t *testing.T, s *core.Schema) ddl.IndexNames {
 	t.Helper()
-	names := indexNames(s.Tables())
+	names := ddl.Indexes(s.Tables())
 	seen := map[string]string{}
 	for _, tb := range s.Tables() {
 		seen[strings.ToLower(tb.Name)] = "table " + tb.Name
@@ -24,13 +25,13 @@ func checkIndexNames(t *testing.T, s *core.Schema) map[indexKey]string {
 	var indexed int
 	for _, tb := range s.Tables() {
 		for _, c := range tb.Columns {
-			if _, ok := indexSuffix(c); !ok {
+			if !ddl.HasIndex(c) {
 				continue
 			}
 			indexed++
-			name := names[indexKey{tb.Name, c.Name}]
-			if name == "" || len(name) > maxIdentifier {
-				t.Errorf("%s.%s: index name %q is empty or longer than %d", tb.Name, c.Name, name, maxIdentifier)
+			name := names[ddl.IndexKey{Table: tb.Name, Column: c.Name}]
+			if name == "" || len(name) > ddl.MaxIdentifier {
+				t.Errorf("%s.%s: index name %q is empty or longer than %d", tb.Name, c.Name, name, ddl.MaxIdentifier)
 			}
 			if other, dup := seen[strings.ToLower(name)]; dup {
 				t.Errorf("%s.%s: index name %q is also %s", tb.Name, c.Name, name, other)
@@ -53,16 +54,16 @@ func TestIndexNamesUnique(t *testing.T) {
 		})
 	}
 	names := checkIndexNames(t, core.MustSchema(core.Naming{}))
-	if got := names[indexKey{"rate_limit", "key"}]; got != "rate_limit_key_key" {
+	if got := names[ddl.IndexKey{Table: "rate_limit", Column: "key"}]; got != "rate_limit_key_key" {
 		t.Errorf("rate_limit.key index: %q, want rate_limit_key_key", got)
 	}
-	if got := names[indexKey{"apikey", "reference_id"}]; got != "apikey_reference_id_idx" {
+	if got := names[ddl.IndexKey{Table: "apikey", Column: "reference_id"}]; got != "apikey_reference_id_idx" {
 		t.Errorf("apikey.reference_id index: %q, want apikey_reference_id_idx", got)
 	}
 	// A 63-character table: the name is cut to 54 characters plus _ and 8 hex digits.
 	long := strings.Repeat("r", 63)
 	names = checkIndexNames(t, core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long}}))
-	if got := names[indexKey{long, "key"}]; !regexp.MustCompile(`^r{54}_[0-9a-f]{8}$`).MatchString(got) {
+	if got := names[ddl.IndexKey{Table: long, Column: "key"}]; !regexp.MustCompile(`^r{54}_[0-9a-f]{8}$`).MatchString(got) {
 		t.Errorf("index of a 63-character table: %q", got)
 	}
 }
@@ -71,10 +72,10 @@ func TestIndexNamesUnique(t *testing.T) {
 // key index would be called, and checks that the index takes another name.
 func TestIndexNamesAvoidTakenHash(t *testing.T) {
 	long := strings.Repeat("r", 63)
-	first := indexNames(core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long}}).Tables())[indexKey{long, "key"}]
+	first := ddl.Indexes(core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long}}).Tables())[ddl.IndexKey{Table: long, Column: "key"}]
 	s := core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: long, core.ModelAPIKey: first}})
 	names := checkIndexNames(t, s)
-	if got := names[indexKey{long, "key"}]; got == first || !strings.HasPrefix(got, first[:46]) {
+	if got := names[ddl.IndexKey{Table: long, Column: "key"}]; got == first || !strings.HasPrefix(got, first[:46]) {
 		t.Errorf("with a table called %s the index is %s", first, got)
 	}
 }
@@ -101,10 +102,10 @@ func TestTargetsAgreeOnIndexNames(t *testing.T) {
 		for _, d := range []Dialect{Postgres, MySQL, SQLite} {
 			s := core.MustSchema(n.naming)
 			var want, unique []string
-			for key, name := range indexNames(s.Tables()) {
+			for key, name := range ddl.Indexes(s.Tables()) {
 				want = append(want, name)
-				tb, _ := tableNamed(s, key.table)
-				if c, _ := tb.ColumnByName(key.column); c.Field.Unique {
+				tb, _ := tableNamed(s, key.Table)
+				if c, _ := tb.ColumnByName(key.Column); c.Field.Unique {
 					unique = append(unique, name)
 				}
 			}

@@ -3,6 +3,7 @@ package gen
 import (
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -13,10 +14,10 @@ func sqlHeader(cfg Config) string {
 
 // sqlFiles writes schema.sql (every CREATE statement) and a migration pair
 // whose down file drops the tables in reverse order.
-func sqlFiles(cfg Config, names map[indexKey]string, tables []*driver.Table) []File {
+func sqlFiles(cfg Config, names ddl.IndexNames, tables []*driver.Table) []File {
 	var up []string
 	for _, t := range tables {
-		up = append(up, cfg.Dialect.createTable(names, t)...)
+		up = append(up, cfg.Dialect.CreateTableNamed(names, t)...)
 	}
 	var down []string
 	for i := len(tables) - 1; i >= 0; i-- {

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
-	"github.com/sluice-go/sluice/gen"
 )
 
 var _ driver.TableCreator = (*Adapter)(nil)
@@ -22,7 +22,7 @@ const createAttempts = 4
 
 // CreateTables implements [driver.TableCreator]: it creates the tables of s
 // that do not exist yet, each with its indexes, with the statements
-// sluicegen writes (gen's CreateTable), and leaves an existing table as it
+// sluicegen writes (package ddl), and leaves an existing table as it
 // is: no ALTER, no DROP, no index added to it. A table made by other DDL
 // that lacks a column or the unique index on a key is reported by
 // core.DB.CreateTables, which runs [Adapter.CheckSchema] afterwards.
@@ -113,13 +113,13 @@ func (a *Adapter) createMySQL(ctx context.Context, tables []*driver.Table) error
 	return nil
 }
 
-// createTable runs gen's statements for t when t does not exist.
+// createTable runs the DDL's statements for t when t does not exist.
 func (a *Adapter) createTable(ctx context.Context, tables []*driver.Table, t *driver.Table) error {
 	ok, err := a.tableExists(ctx, t)
 	if err != nil || ok {
 		return err
 	}
-	stmts, err := a.genDialect().CreateTable(tables, t)
+	stmts, err := ddl.Dialect(a.e.features.Dialect.String()).CreateTable(tables, t)
 	if err != nil {
 		return fmt.Errorf("%s: %w", a.e.name(), err)
 	}
@@ -129,17 +129,6 @@ func (a *Adapter) createTable(ctx context.Context, tables []*driver.Table, t *dr
 		}
 	}
 	return nil
-}
-
-// genDialect is the generator's name for the adapter's dialect.
-func (a *Adapter) genDialect() gen.Dialect {
-	switch a.e.features.Dialect {
-	case Postgres:
-		return gen.Postgres
-	case MySQL:
-		return gen.MySQL
-	}
-	return gen.SQLite
 }
 
 // tableExists reports whether t's table exists, where the engine's

@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
-	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
 	modernc.org/sqlite v1.62.0
 )
 
@@ -22,7 +21,4 @@ require (
 	modernc.org/memory v1.12.1 // indirect
 )
 
-replace (
-	github.com/sluice-go/sluice/core => ../../core
-	github.com/sluice-go/sluice/gen => ../../gen
-)
+replace github.com/sluice-go/sluice/core => ../../core

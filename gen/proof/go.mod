@@ -41,6 +41,7 @@ require (
 	github.com/puzpuzpuz/xsync/v3 v3.5.1 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
 	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	github.com/tmthrgd/go-hex v0.0.0-20190904060850-447a3041c3bc // indirect
 	github.com/vmihailenco/msgpack/v5 v5.4.1 // indirect
@@ -58,6 +59,7 @@ require (
 )
 
 replace (
+	github.com/sluice-go/sluice/adapters/sql => ../../adapters/sql
 	github.com/sluice-go/sluice/core => ../../core
 	github.com/sluice-go/sluice/gen => ..
 )

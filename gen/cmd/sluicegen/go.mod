@@ -20,6 +20,7 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
@@ -30,6 +31,7 @@ require (
 )
 
 replace (
+	github.com/sluice-go/sluice/adapters/sql => ../../../adapters/sql
 	github.com/sluice-go/sluice/core => ../../../core
 	github.com/sluice-go/sluice/gen => ../..
 )

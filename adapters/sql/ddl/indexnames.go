@@ -1,4 +1,4 @@
-package gen
+package ddl
 
 import (
 	"crypto/sha256"
@@ -9,14 +9,17 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// maxIdentifier is PostgreSQL's limit on a name (NAMEDATALEN-1 bytes); a
+// MaxIdentifier is PostgreSQL's limit on a name (NAMEDATALEN-1 bytes); a
 // longer one is cut silently, and MySQL refuses more than 64 characters.
-const maxIdentifier = 63
+const MaxIdentifier = 63
 
-// indexKey is one single-column index: a table and its column.
-type indexKey struct{ table, column string }
+// IndexKey is one single-column index: a table and its column.
+type IndexKey struct{ Table, Column string }
 
-// indexNames names the index of every indexed column of s, so that every
+// IndexNames are the names of a schema's indexes (see [Indexes]).
+type IndexNames map[IndexKey]string
+
+// Indexes names the index of every indexed column of s, so that every
 // target (DDL, diff, gorm, bun, ent) uses the same names.
 //
 // An index is called <table>_<column>_key (unique) or _idx (plain). That
@@ -34,9 +37,9 @@ type indexKey struct{ table, column string }
 // Relations PostgreSQL names itself (<table>_pkey, <table>_<column>_seq)
 // cannot be taken: theirs end in "pkey" or "seq" (perhaps plus digits),
 // ours in "_key", "_idx" or hex digits.
-func indexNames(tables []*driver.Table) map[indexKey]string {
+func Indexes(tables []*driver.Table) IndexNames {
 	type entry struct {
-		key             indexKey
+		key             IndexKey
 		natural, suffix string
 	}
 	var entries []entry
@@ -49,16 +52,16 @@ func indexNames(tables []*driver.Table) map[indexKey]string {
 			if !ok {
 				continue
 			}
-			e := entry{indexKey{t.Name, c.Name}, t.Name + "_" + c.Name + "_" + suffix, suffix}
+			e := entry{IndexKey{t.Name, c.Name}, t.Name + "_" + c.Name + "_" + suffix, suffix}
 			entries = append(entries, e)
 			count[strings.ToLower(e.natural)]++
 		}
 	}
-	names := make(map[indexKey]string, len(entries))
+	names := make(IndexNames, len(entries))
 	var hashed []entry
 	for _, e := range entries {
 		low := strings.ToLower(e.natural)
-		if len(e.natural) <= maxIdentifier && count[low] == 1 && !taken[low] {
+		if len(e.natural) <= MaxIdentifier && count[low] == 1 && !taken[low] {
 			names[e.key] = e.natural
 			continue
 		}
@@ -70,7 +73,7 @@ func indexNames(tables []*driver.Table) map[indexKey]string {
 	for _, e := range hashed {
 		// Table and column joined by a character no identifier holds: two
 		// indexes with one natural name still hash apart.
-		sum := sha256.Sum256([]byte(e.key.table + "." + e.key.column + "." + e.suffix))
+		sum := sha256.Sum256([]byte(e.key.Table + "." + e.key.Column + "." + e.suffix))
 		h := hex.EncodeToString(sum[:4])
 		// Every tail is "_" then characters other than "_", and no two
 		// tails are equal, so no two candidates are: the loop ends once it
@@ -80,7 +83,7 @@ func indexNames(tables []*driver.Table) map[indexKey]string {
 			if n > 0 {
 				tail += strconv.Itoa(n)
 			}
-			name := e.natural[:min(len(e.natural), maxIdentifier-len(tail))] + tail
+			name := e.natural[:min(len(e.natural), MaxIdentifier-len(tail))] + tail
 			if low := strings.ToLower(name); !taken[low] {
 				taken[low] = true
 				names[e.key] = name
@@ -90,6 +93,9 @@ func indexNames(tables []*driver.Table) map[indexKey]string {
 	}
 	return names
 }
+
+// HasIndex reports whether a column has an index of its own.
+func HasIndex(c driver.Column) bool { _, ok := indexSuffix(c); return ok }
 
 // indexSuffix is the suffix of a column's index name, if it has one of its own.
 func indexSuffix(c driver.Column) (string, bool) {
@@ -102,11 +108,11 @@ func indexSuffix(c driver.Column) (string, bool) {
 	return "", false
 }
 
-// indexOf returns the index name and whether it is unique for a column of
-// t that has an index of its own, from names (see [indexNames]).
-func indexOf(names map[indexKey]string, t *driver.Table, c driver.Column) (name string, unique, ok bool) {
-	if _, ok := indexSuffix(c); !ok {
+// Of returns the index name and whether it is unique for a column of t
+// that has an index of its own.
+func (names IndexNames) Of(t *driver.Table, c driver.Column) (name string, unique, ok bool) {
+	if !HasIndex(c) {
 		return "", false, false
 	}
-	return names[indexKey{t.Name, c.Name}], c.Field.Unique, true
+	return names[IndexKey{t.Name, c.Name}], c.Field.Unique, true
 }
