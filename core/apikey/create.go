@@ -212,7 +212,6 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 	if err = m.store.create(ctx, s); err != nil {
 		return "", nil, err
 	}
-	m.keys.put(s) // so that even the first verification can skip the read
 	if key, err = toKey(s); err != nil {
 		return plaintext, key, err
 	}

@@ -2,60 +2,154 @@ package apikey
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
+// dbStore keeps keys in the database ([New]): the apikey table, and the
+// optional rerolledKey and apikeyLimit tables. It owns the keys it
+// remembers as the database last returned them (keys, [WithKeyStateCache]),
+// from which a verification plans its guarded write without a read, and
+// the shared cache of cached mode ([WithCache]). This file holds its
+// schema check and its reads and changes; database_verify.go the
+// verification, database_limits.go the named limits, database_reroll.go
+// rerolling.
+type dbStore struct {
+	db          *core.DB
+	now         func() time.Time // the manager's clock, in ms
+	maxAttempts int
+	dropExpired bool         // WithDeleteExpiredOnVerify
+	keys        *keyCache    // nil when off
+	cache       *sharedCache // nil without WithCache
+	schema      schemaCheck
+}
+
+// schemaCheck runs the start-up check of the apikey table once it has
+// passed: a failure is returned and the next call tries again.
+type schemaCheck struct {
+	passed atomic.Bool
+	turn   chan struct{} // holds a token while a check runs, so one runs at a time
+	// noRerolls says why the rerolledKey table cannot be used (it is
+	// missing, or lacks what the check requires); nil when it can.
+	noRerolls atomic.Pointer[error]
+	// noLimits says why the apikeyLimit table cannot be used; nil when it can.
+	noLimits atomic.Pointer[error]
+}
+
 // timeFields are the stored-key fields that the database keeps as times.
 var timeFields = map[string]bool{"lastRefillAt": true, "lastRequest": true, "expiresAt": true, "createdAt": true, "updatedAt": true}
 
-func (m *Manager) dbCreate(ctx context.Context, s *keystore.Key) error {
+// checkSchema runs the check, one caller at a time; unless asked to run
+// it again, a caller that waited for its turn finds it passed.
+func (d *dbStore) checkSchema(ctx context.Context, again bool) error {
+	if !again && d.schema.passed.Load() {
+		return nil
+	}
+	select {
+	case d.schema.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.schema.turn }()
+	if !again && d.schema.passed.Load() {
+		return nil
+	}
+	if err := d.db.CheckSchema(ctx, core.ModelAPIKey); err != nil {
+		return err
+	}
+	// The rerolledKey table is optional: without it keys can be rerolled
+	// only without a grace period, and verification never looks there.
+	// So is the apikeyLimit table: without it no key has named limits.
+	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &d.schema.noRerolls, core.ModelAPIKeyLimit: &d.schema.noLimits} {
+		if _, ok := d.db.Schema().Table(model); !ok {
+			err := fmt.Errorf("%w: the DB's schema has no %s model", core.ErrSchema, model)
+			why.Store(&err)
+			continue
+		}
+		switch err := d.db.CheckSchema(ctx, model); {
+		case err == nil:
+			why.Store(nil)
+		case errors.Is(err, core.ErrSchema):
+			why.Store(&err)
+		default:
+			return err
+		}
+	}
+	d.schema.passed.Store(true)
+	return nil
+}
+
+// create stores s and remembers it, so that even its first verification
+// can skip the read.
+func (d *dbStore) create(ctx context.Context, s *keystore.Key) error {
 	if s.Limits == nil {
-		row, err := m.db.Create(ctx, core.ModelAPIKey, values(s))
+		row, err := d.db.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
 		}
 		*s = *fromRow(row)
+		d.keys.put(s)
 		return nil
 	}
-	if err := m.limitsUsable("Create"); err != nil {
+	if err := d.limitsUsable("Create"); err != nil {
 		return err
 	}
 	// The key and its limits together: a key without the limits it was
 	// given would not be limited by them.
 	limits := s.Limits
-	return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+	err := d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 		row, err := tx.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
 		}
 		created := fromRow(row)
-		if err := dbSetLimits(ctx, tx, created.ID, limits); err != nil {
+		if err := setLimitsText(ctx, tx, created.ID, limits); err != nil {
 			return err
 		}
 		*s = *created
 		s.Limits, s.LimitCounts = limits, nil
 		return nil
 	})
+	if err == nil {
+		d.keys.put(s)
+	}
+	return err
 }
 
-func (m *Manager) dbFind(ctx context.Context, where ...core.Where) (*keystore.Key, error) {
-	row, ok, err := m.db.FindOne(ctx, core.ModelAPIKey, where...)
+// find reads the key that where matches; nil for none.
+func (d *dbStore) find(ctx context.Context, where ...core.Where) (*keystore.Key, error) {
+	row, ok, err := d.db.FindOne(ctx, core.ModelAPIKey, where...)
 	if err != nil || !ok {
 		return nil, err
 	}
 	return fromRow(row), nil
 }
 
-// dbList returns the matching keys in id order, at most limit (0: all).
-func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]*keystore.Key, error) {
-	rows, err := m.db.FindMany(ctx, core.ModelAPIKey, where, &core.FindOptions{SortBy: "id", Limit: limit})
+// read reads the key that hash opens at now: the key with that hash, or
+// the one an old hash of it still opens (rerolled true); nil for none.
+func (d *dbStore) read(ctx context.Context, hash string, now time.Time) (s *keystore.Key, rerolled bool, err error) {
+	if s, err = d.find(ctx, core.Eq("key", hash)); err != nil || s != nil {
+		return s, false, err
+	}
+	if d.schema.noRerolls.Load() != nil {
+		return nil, false, nil
+	}
+	row, ok, err := d.db.FindOne(ctx, core.ModelRerolledKey, core.Eq("key", hash), core.Gt("expiresAt", now))
+	if err != nil || !ok {
+		return nil, false, err
+	}
+	s, err = d.find(ctx, core.Eq("id", row.Int("keyId")))
+	return s, s != nil, err
+}
+
+// findMany returns the matching keys in id order, at most limit (0: all).
+func (d *dbStore) findMany(ctx context.Context, where []core.Where, limit int) ([]*keystore.Key, error) {
+	rows, err := d.db.FindMany(ctx, core.ModelAPIKey, where, &core.FindOptions{SortBy: "id", Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +160,27 @@ func (m *Manager) dbList(ctx context.Context, where []core.Where, limit int) ([]
 	return out, nil
 }
 
-func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
+func (d *dbStore) byID(ctx context.Context, id int64) (*keystore.Key, error) {
+	s, err := d.find(ctx, core.Eq("id", id))
+	if err != nil || s == nil {
+		return s, err
+	}
+	return s, d.attachLimits(ctx, s)
+}
+
+func (d *dbStore) list(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
+	where := []core.Where{core.Eq("referenceId", ref)}
+	if after > 0 {
+		where = append(where, core.Gt("id", after))
+	}
+	list, err := d.findMany(ctx, where, limit)
+	if err != nil {
+		return nil, err
+	}
+	return list, d.attachLimits(ctx, list...)
+}
+
+func (d *dbStore) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	set := make(map[string]any, len(f))
 	limits, setLimits := f["limits"]
 	for k, v := range f {
@@ -78,41 +192,41 @@ func (m *Manager) dbUpdate(ctx context.Context, id int64, f map[string]any) (*ke
 		}
 	}
 	if setLimits {
-		if err := m.limitsUsable("Update"); err != nil {
+		if err := d.limitsUsable("Update"); err != nil {
 			return nil, err
 		}
 	}
 	var after *keystore.Key
-	err := m.cachedChange(ctx, "Update", id, func(ctx context.Context) error {
+	err := d.changing(ctx, "Update", id, func(ctx context.Context) error {
 		if !setLimits {
-			row, ok, err := m.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
+			row, ok, err := d.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
 			if ok {
 				after = fromRow(row)
 			}
 			return err
 		}
 		text, _ := limits.(string) // nil, for none, reads as ""
-		return m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		return d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 			row, ok, err := tx.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
 			if err != nil || !ok {
 				return err
 			}
 			after = fromRow(row)
-			return dbSetLimits(ctx, tx, id, &text)
+			return setLimitsText(ctx, tx, id, &text)
 		})
 	})
 	if err != nil || after == nil {
 		return nil, err
 	}
-	m.keys.put(after) // the new settings, so that the next verification's write is planned on them
-	return after, m.dbAttachLimits(ctx, after)
+	d.keys.put(after) // the new settings, so that the next verification's write is planned on them
+	return after, d.attachLimits(ctx, after)
 }
 
-func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
+func (d *dbStore) delete(ctx context.Context, id int64) (bool, error) {
 	var deleted bool
-	err := m.cachedChange(ctx, "Delete", id, func(ctx context.Context) error {
+	err := d.changing(ctx, "Delete", id, func(ctx context.Context) error {
 		var err error
-		deleted, err = m.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", id))
+		deleted, err = d.db.Delete(ctx, core.ModelAPIKey, core.Eq("id", id))
 		return err
 	})
 	if err != nil || !deleted {
@@ -120,22 +234,22 @@ func (m *Manager) dbDelete(ctx context.Context, id int64) (bool, error) {
 	}
 	// Old hashes and named limits of a deleted key serve nothing (the row
 	// is gone); deleting them only tidies.
-	if err := m.dbForgetRerolled(ctx, core.Eq("keyId", id)); err != nil {
+	if err := d.forgetRerolled(ctx, core.Eq("keyId", id)); err != nil {
 		return true, err
 	}
-	return true, m.dbForgetLimits(ctx, id)
+	return true, d.forgetLimits(ctx, id)
 }
 
-func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, error) {
+func (d *dbStore) deleteExpired(ctx context.Context, now time.Time) (int64, error) {
 	// NULL satisfies no comparison, so keys without expiry are never matched.
 	expired := core.Lte("expiresAt", now)
 	var hashes []string
 	var ids []int64
-	if err := m.ready(ctx, "DeleteExpired"); err != nil {
+	if err := d.checkSchema(ctx, false); err != nil {
 		return 0, err
 	}
-	if m.cache != nil || m.schema.noLimits.Load() == nil {
-		list, err := m.dbList(ctx, []core.Where{expired}, 0)
+	if d.cache != nil || d.schema.noLimits.Load() == nil {
+		list, err := d.findMany(ctx, []core.Where{expired}, 0)
 		if err != nil {
 			return 0, err
 		}
@@ -144,165 +258,39 @@ func (m *Manager) dbDeleteExpired(ctx context.Context, now time.Time) (int64, er
 		}
 	}
 	var n int64
-	err := m.invalidateAround(ctx, "DeleteExpired", hashes, func(ctx context.Context) error {
+	err := d.cache.around(ctx, "DeleteExpired", hashes, func(ctx context.Context) error {
 		var err error
-		n, err = m.db.DeleteMany(ctx, core.ModelAPIKey, expired)
+		n, err = d.db.DeleteMany(ctx, core.ModelAPIKey, expired)
 		return err
 	})
 	if err != nil {
 		return n, err
 	}
-	if err := m.dbForgetRerolled(ctx, core.Lte("expiresAt", now)); err != nil {
+	if err := d.forgetRerolled(ctx, core.Lte("expiresAt", now)); err != nil {
 		return n, err
 	}
-	return n, m.dbForgetLimits(ctx, ids...)
+	return n, d.forgetLimits(ctx, ids...)
 }
 
-// The cached mode keeps, for each key hash, an entry (the key as read from
-// the database, tagged with a generation) and the key's current
-// generation, a random token that every change through the manager renews
-// before and after its database write. An entry counts only while its tag
-// is the current generation, so an entry filled from a read made before a
-// change, however late it reaches the cache, is never used after the
-// change returns: the renewal after the write has replaced the generation
-// it was read under. Without a generation stored (never changed, or
-// expired) the generation is "".
-//
-// A generation must outlive every entry tagged with an older one. Entries
-// live cacheTTL, and a verification does not fill the cache when more than
-// cacheTTL has passed since it read the generation; so a generation kept
-// for 2·cacheTTL, plus a margin for the fill's trip to the storage, does.
-
-// cacheEntry is the value of a cached key.
-type cacheEntry struct {
-	Gen string       `json:"gen"`
-	Key keystore.Key `json:"key"`
-}
-
-// generation is the generation a verification read, and when.
-type generation struct {
-	token string
-	known bool // false: reading it failed, so nothing may be cached under it
-	at    time.Time
-}
-
-// generationMargin covers a fill's trip to the storage and the difference
-// between this process's clock and the storage's.
-const generationMargin = time.Minute
-
-// invalidateTimeout bounds the renewal of a generation after a database
-// write, which goes on when the caller's context ends: leaving it undone
-// would let a cached entry outlive the change that the database holds.
-const invalidateTimeout = 10 * time.Second
-
-// cacheKey is where the cached mode keeps a key, by hash; genKey is where
-// it keeps the key's generation.
-func (m *Manager) cacheKey(hash string) string { return m.o.prefix + "key:" + hash }
-func (m *Manager) genKey(hash string) string   { return m.o.prefix + "gen:" + hash }
-
-// generation reads the current generation of a key. A storage that fails
-// is no reason to fail the verification: the database is the truth, and
-// the entry is then neither used nor filled.
-func (m *Manager) generation(ctx context.Context, hash string) generation {
-	at := m.o.clock()
-	v, ok, err := m.cache.Get(ctx, m.genKey(hash))
-	if err != nil {
-		return generation{}
-	}
-	if !ok {
-		v = ""
-	}
-	return generation{token: v, known: true, at: at}
-}
-
-// cached returns the cached key if it was cached under gen, or nil. A
-// cache that fails or holds garbage is treated as a miss.
-func (m *Manager) cached(ctx context.Context, hash string, gen generation) *keystore.Key {
-	if !gen.known {
-		return nil
-	}
-	v, ok, err := m.cache.Get(ctx, m.cacheKey(hash))
-	if err != nil || !ok {
-		return nil
-	}
-	var e cacheEntry
-	if json.Unmarshal([]byte(v), &e) != nil || e.Key.Key != hash || e.Gen != gen.token {
-		return nil
-	}
-	return &e.Key
-}
-
-// fill caches s, read from the database after gen was read. Failing to
-// cache only costs later reads.
-func (m *Manager) fill(ctx context.Context, s *keystore.Key, gen generation) {
-	if m.cache == nil || !gen.known || m.o.clock().Sub(gen.at) > m.cacheTTL {
-		return // too late: gen may have expired, and with it the proof that s is stale
-	}
-	if b, err := json.Marshal(cacheEntry{Gen: gen.token, Key: *s}); err == nil {
-		_ = m.cache.Set(ctx, m.cacheKey(s.Key), string(b), m.cacheTTL)
-	}
-}
-
-// uncache drops a cached key that the database no longer holds or that a
-// verification deleted as expired. It is only tidying: such an entry can
-// never be answered, since a cached denial is confirmed from the database.
-func (m *Manager) uncache(ctx context.Context, hash string) {
-	if m.cache != nil && hash != "" {
-		_ = m.cache.Delete(ctx, m.cacheKey(hash))
-	}
-}
-
-// renew gives each key a new generation, so that no entry cached before
-// is used again, and then drops the entries (only tidying: a failure there
-// is harmless).
-func (m *Manager) renew(ctx context.Context, hashes []string) error {
-	ttl := 2*m.cacheTTL + generationMargin
-	for _, h := range hashes {
-		if err := m.cache.Set(ctx, m.genKey(h), rand.Text(), ttl); err != nil {
-			return err
-		}
-	}
-	for _, h := range hashes {
-		_ = m.cache.Delete(ctx, m.cacheKey(h))
-	}
-	return nil
-}
-
-// cachedChange runs the database write of a change to key id, renewing
-// the key's generation around it in cached mode.
-func (m *Manager) cachedChange(ctx context.Context, op string, id int64, write func(ctx context.Context) error) error {
-	if m.cache == nil {
+// changing runs the database write of a change to key id, renewing the
+// key's generation in the shared cache around it in cached mode.
+func (d *dbStore) changing(ctx context.Context, op string, id int64, write func(ctx context.Context) error) error {
+	if d.cache == nil {
 		return write(ctx)
 	}
-	s, err := m.dbFind(ctx, core.Eq("id", id))
+	s, err := d.find(ctx, core.Eq("id", id))
 	if err != nil || s == nil {
 		return err // no key: nothing to change, nothing cached to honour
 	}
-	return m.invalidateAround(ctx, op, []string{s.Key}, write)
+	return d.cache.around(ctx, op, []string{s.Key}, write)
 }
 
-// invalidateAround renews the generations of the keys with the given
-// hashes, runs the database write, and renews them again. The first
-// renewal keeps entries cached before the change from being used should
-// the second one never happen; the second refuses the entries that
-// verifications read during the write and cache later. The second runs
-// even when the write fails, since a failed write may still have committed.
-func (m *Manager) invalidateAround(ctx context.Context, op string, hashes []string, write func(ctx context.Context) error) error {
-	if m.cache == nil || len(hashes) == 0 {
-		return write(ctx)
+// forgetRerolled deletes the old hashes matching where, when the table
+// exists.
+func (d *dbStore) forgetRerolled(ctx context.Context, where core.Where) error {
+	if err := d.checkSchema(ctx, false); err != nil || d.schema.noRerolls.Load() != nil {
+		return err // whether the table exists is known once the schema is checked
 	}
-	if err := m.renew(ctx, hashes); err != nil {
-		return fmt.Errorf("apikey: %s: nothing changed: the cache refused to invalidate the key: %w", op, err)
-	}
-	werr := write(ctx)
-	actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), invalidateTimeout)
-	defer cancel()
-	if err := m.renew(actx, hashes); err != nil {
-		if werr != nil {
-			return errors.Join(werr, err)
-		}
-		return fmt.Errorf("apikey: %s: the change is written, but the cache refused to invalidate the key, "+
-			"which verifications may see as it was for up to %v: %w", op, m.cacheTTL, err)
-	}
-	return werr
+	_, err := d.db.DeleteMany(ctx, core.ModelRerolledKey, where)
+	return err
 }

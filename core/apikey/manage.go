@@ -1,8 +1,10 @@
 package apikey
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -149,10 +151,11 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 	if err := m.initialised("List"); err != nil {
 		return nil, err
 	}
-	list, err := m.store.list(ctx, referenceID)
+	list, err := m.store.list(ctx, referenceID, 0, 0)
 	if err != nil {
 		return nil, err
 	}
+	slices.SortStableFunc(list, func(a, b *keystore.Key) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
 	out := make([]*Key, 0, len(list))
 	for _, s := range list {
 		k, err := toKey(s)
@@ -246,7 +249,7 @@ func (m *Manager) ListPage(ctx context.Context, referenceID string, after int64,
 	case after < 0:
 		return nil, 0, invalidf("ListPage: cursor %d is negative", after)
 	}
-	list, err := m.store.page(ctx, referenceID, after, limit)
+	list, err := m.store.list(ctx, referenceID, after, limit)
 	if err != nil {
 		return nil, 0, err
 	}

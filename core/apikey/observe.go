@@ -95,7 +95,7 @@ func (m *Manager) observed(ctx context.Context, key string, opts []VerifyOption)
 	start := time.Now()
 	cctx, trips := driver.WithRoundTrips(ctx)
 	r, err := m.verify(cctx, key, opts)
-	e := Event{Result: r, Err: err, Storage: m.store.name(), Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
+	e := Event{Result: r, Err: err, Storage: m.storage, Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
 	if r.Key != nil {
 		e.KeyID, e.Key = r.Key.ID, r.Key
 	}
@@ -108,7 +108,7 @@ func (m *Manager) changed(ctx context.Context, start time.Time, e Event) {
 	if m.o.observe == nil {
 		return
 	}
-	e.Start, e.Latency, e.Storage = start, time.Since(start), m.store.name()
+	e.Start, e.Latency, e.Storage = start, time.Since(start), m.storage
 	if e.Key != nil {
 		e.KeyID = e.Key.ID
 	}

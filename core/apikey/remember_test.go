@@ -316,8 +316,8 @@ func TestKeyStateCacheIsBounded(t *testing.T) {
 		key, _ := e.create(t, CreateParams{Remaining: quota(1), RateLimit: noRateLimit()})
 		wantCode(t, e.verify(t, key), "")
 		wantCode(t, e.verify(t, key), CodeUsageExceeded)
-		if n := e.m.keys.len(); n > 16 || int64(n) != e.m.keys.count.Load() {
-			t.Fatalf("after %d keys the cache holds %d and counts %d, want at most 16, counted right", i+1, n, e.m.keys.count.Load())
+		if n := e.m.store.(*dbStore).keys.len(); n > 16 || int64(n) != e.m.store.(*dbStore).keys.count.Load() {
+			t.Fatalf("after %d keys the cache holds %d and counts %d, want at most 16, counted right", i+1, n, e.m.store.(*dbStore).keys.count.Load())
 		}
 	}
 }

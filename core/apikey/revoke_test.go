@@ -346,7 +346,7 @@ func TestCachedEntryNeedsItsGeneration(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := cache.Set(ctx, e.m.cacheKey(k.Hash), string(b), time.Hour); err != nil {
+		if err := cache.Set(ctx, e.m.store.(*dbStore).cache.entryKey(k.Hash), string(b), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -363,7 +363,7 @@ func TestCachedEntryNeedsItsGeneration(t *testing.T) {
 	put("", 42)
 	check(42, 0)
 	// A generation is stored: the untagged entry is ignored, the database read.
-	if err := cache.Set(ctx, e.m.genKey(k.Hash), "g1", time.Hour); err != nil {
+	if err := cache.Set(ctx, e.m.store.(*dbStore).cache.genKey(k.Hash), "g1", time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	put("", 42)

@@ -1,15 +1,15 @@
 package apikey
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +19,7 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// storeOnly keeps keys in a secondary storage: the key at
+// storageStore keeps keys in a secondary storage: the key at
 // prefix+"key:"+loc, loc being its location, which nothing moves; the
 // location of each id at prefix+"id:"+id; with a keystore.Indexer, the locations
 // of each owner in the set prefix+"ref:"+referenceId and all of them in
@@ -29,7 +29,7 @@ import (
 // Every hash that opens a key at a location other than itself (one it was
 // rerolled to, or the one it was created with, in a tagged location)
 // points there from prefix+"to:"+hash.
-type storeOnly struct {
+type storageStore struct {
 	s           driver.SecondaryStorage
 	c           keystore.Claimer
 	rerolls     bool             // c is keystore.Rerollable
@@ -37,52 +37,27 @@ type storeOnly struct {
 	ix          keystore.Indexer // nil: no listing
 	creator     keystore.Creator // nil: an owner's first record is Set, racing another first
 	prefix      string
-	dropExpired bool // WithDeleteExpiredOnVerify
+	dropExpired bool             // WithDeleteExpiredOnVerify
+	now         func() time.Time // the manager's clock, in ms
 	locs        locations
 }
 
-func (st *storeOnly) recKey(loc string) string   { return st.prefix + "key:" + loc }
-func (st *storeOnly) idKey(id int64) string      { return st.prefix + "id:" + strconv.FormatInt(id, 10) }
-func (st *storeOnly) refSet(ref string) string   { return st.prefix + "ref:" + ref }
-func (st *storeOnly) allSet() string             { return st.prefix + "all" }
-func (st *storeOnly) toKey(hash string) string   { return st.prefix + "to:" + hash }
-func (st *storeOnly) ownerKey(tag string) string { return st.prefix + "owner:{" + tag + "}" }
+func (st *storageStore) checkSchema(context.Context, bool) error { return nil } // no table
+
+func (st *storageStore) recKey(loc string) string   { return st.prefix + "key:" + loc }
+func (st *storageStore) idKey(id int64) string      { return st.prefix + "id:" + strconv.FormatInt(id, 10) }
+func (st *storageStore) refSet(ref string) string   { return st.prefix + "ref:" + ref }
+func (st *storageStore) allSet() string             { return st.prefix + "all" }
+func (st *storageStore) toKey(hash string) string   { return st.prefix + "to:" + hash }
+func (st *storageStore) ownerKey(tag string) string { return st.prefix + "owner:{" + tag + "}" }
 
 // location is where a new key of the owner ref with the given hash is
 // stored.
-func (st *storeOnly) location(hash, ref string) string {
+func (st *storageStore) location(hash, ref string) string {
 	if !st.owners {
 		return hash
 	}
 	return "{" + Hash(ref) + "}" + hash
-}
-
-// ownerOf is the storage key of the owner's limits that a claim on the
-// key at loc reads with it; "" when the location has no owner's tag.
-func (st *storeOnly) ownerOf(loc string) string {
-	if !st.owners || len(loc) == 0 || loc[0] != '{' {
-		return ""
-	}
-	end := strings.IndexByte(loc, '}')
-	if end < 2 {
-		return ""
-	}
-	return st.ownerKey(loc[1:end])
-}
-
-// checkPrefixTag refuses a storage prefix that would split the keys of
-// one owner over Redis Cluster slots: a '{' in it must open a non-empty
-// hash tag that it closes (which then holds every key), since Redis hashes
-// the first {tag} of a key.
-func checkPrefixTag(prefix string) error {
-	open := strings.IndexByte(prefix, '{')
-	if open < 0 {
-		return nil
-	}
-	if end := strings.IndexByte(prefix[open+1:], '}'); end < 1 {
-		return invalidf("WithStoragePrefix(%q): its '{' must open a non-empty {hash tag} that the prefix closes, or an owner's keys and limits would not share a Redis Cluster slot", prefix)
-	}
-	return nil
 }
 
 // locations remembers where the keys verified are stored, by the hash
@@ -116,93 +91,7 @@ func (l *locations) put(hash, loc string) {
 
 func (l *locations) drop(hash string) { l.m.Load().Delete(hash) }
 
-func (st *storeOnly) verify(ctx context.Context, hash string, at time.Time, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
-	now := at.UnixMilli()
-	if err := ctx.Err(); err != nil {
-		return Result{}, err // before the claim: nothing spent
-	}
-	claim := req.claim(now, cost, spend)
-	claim.Hash = hash
-	loc, known := st.locs.get(hash)
-	var res keystore.Result
-	var err error
-	switch {
-	case known:
-		res, err = st.claim(ctx, loc, claim)
-		if err == nil && !res.Found {
-			st.locs.drop(hash) // deleted, or an old hash whose grace is over
-		}
-	case st.owners:
-		// Most keys are at a location of their owner's: the pointer first.
-		if loc, err = st.pointed(ctx, hash); err == nil {
-			res, err = st.claim(ctx, loc, claim)
-		}
-	default:
-		loc = hash
-		res, err = st.claim(ctx, loc, claim)
-		if err == nil && !res.Found && st.rerolls {
-			// A hash the key was rerolled to, or an old one whose grace
-			// is over (the claim's rule 0 then refuses it).
-			var to string
-			if to, err = st.pointed(ctx, hash); err == nil && to != hash {
-				loc = to
-				res, err = st.claim(ctx, loc, claim)
-			}
-		}
-	}
-	if err != nil {
-		return Result{}, err
-	}
-	if !res.Found {
-		return denied(CodeInvalid, 0, nil), nil
-	}
-	if !known {
-		st.locs.put(hash, loc)
-	}
-	k, err := toKey(&res.Key)
-	if err != nil {
-		return Result{}, err
-	}
-	k.Limits = named(k.Limits, spend)
-	if res.Code == keystore.Expired && st.dropExpired {
-		if err := st.remove(ctx, loc, &res.Key); err != nil {
-			return Result{}, err
-		}
-	}
-	if res.Code != "" {
-		r := denied(res.Code, res.TryAgainIn, k)
-		r.Limit, r.OwnerLimit = res.Limit, res.OwnerLimit
-		return r, nil
-	}
-	return allowed(k), nil
-}
-
-// pointed is the location the pointer of hash leads to; hash itself when
-// there is none.
-func (st *storeOnly) pointed(ctx context.Context, hash string) (string, error) {
-	to, ok, err := st.s.Get(ctx, st.toKey(hash))
-	if err != nil || !ok {
-		return hash, err
-	}
-	return to, nil
-}
-
-// claim claims the key stored at location loc.
-func (st *storeOnly) claim(ctx context.Context, loc string, claim keystore.Request) (keystore.Result, error) {
-	if len(claim.Limits) > 0 {
-		claim.Owner = st.ownerOf(loc)
-	}
-	res, err := st.c.Claim(ctx, st.recKey(loc), claim)
-	if err != nil {
-		if err := afterWrite(ctx, "claim", err); errors.Is(err, ErrOutcomeUnknown) {
-			return keystore.Result{}, err
-		}
-		return keystore.Result{}, fmt.Errorf("apikey: claim: %w", err)
-	}
-	return res, nil
-}
-
-func (st *storeOnly) create(ctx context.Context, s *keystore.Key) error {
+func (st *storageStore) create(ctx context.Context, s *keystore.Key) error {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("apikey: reading random bytes: %w", err)
@@ -238,12 +127,12 @@ func (st *storeOnly) create(ctx context.Context, s *keystore.Key) error {
 }
 
 // at reads the key stored at location loc; nil when there is none.
-func (st *storeOnly) at(ctx context.Context, loc string) (*keystore.Key, error) {
+func (st *storageStore) at(ctx context.Context, loc string) (*keystore.Key, error) {
 	return st.record(ctx, st.recKey(loc))
 }
 
 // record reads the record at storage key key; nil when there is none.
-func (st *storeOnly) record(ctx context.Context, key string) (*keystore.Key, error) {
+func (st *storageStore) record(ctx context.Context, key string) (*keystore.Key, error) {
 	v, ok, err := st.s.Get(ctx, key)
 	if err != nil || !ok {
 		return nil, err
@@ -256,17 +145,17 @@ func (st *storeOnly) record(ctx context.Context, key string) (*keystore.Key, err
 }
 
 // locationOf is the location of key id.
-func (st *storeOnly) locationOf(ctx context.Context, id int64) (string, bool, error) {
+func (st *storageStore) locationOf(ctx context.Context, id int64) (string, bool, error) {
 	return st.s.Get(ctx, st.idKey(id))
 }
 
-func (st *storeOnly) byID(ctx context.Context, id int64) (*keystore.Key, error) {
+func (st *storageStore) byID(ctx context.Context, id int64) (*keystore.Key, error) {
 	_, s, err := st.located(ctx, id)
 	return s, err
 }
 
 // located returns key id and its location; nil when no key has that id.
-func (st *storeOnly) located(ctx context.Context, id int64) (string, *keystore.Key, error) {
+func (st *storageStore) located(ctx context.Context, id int64) (string, *keystore.Key, error) {
 	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return "", nil, err
@@ -275,7 +164,7 @@ func (st *storeOnly) located(ctx context.Context, id int64) (string, *keystore.K
 	return loc, s, err
 }
 
-func (st *storeOnly) members(ctx context.Context, set, what string) ([]*keystore.Key, error) {
+func (st *storageStore) members(ctx context.Context, set, what string) ([]*keystore.Key, error) {
 	if st.ix == nil {
 		return nil, fmt.Errorf("apikey: %s: %w: the storage does not implement keystore.Indexer", what, core.ErrUnsupported)
 	}
@@ -302,11 +191,22 @@ func (st *storeOnly) members(ctx context.Context, set, what string) ([]*keystore
 	return out, nil
 }
 
-func (st *storeOnly) list(ctx context.Context, ref string) ([]*keystore.Key, error) {
-	return st.members(ctx, st.refSet(ref), "List")
+// list reads all the owner's keys, and cuts: a storage has no order to
+// ask for.
+func (st *storageStore) list(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
+	list, err := st.members(ctx, st.refSet(ref), "List")
+	if err != nil {
+		return nil, err
+	}
+	list = slices.DeleteFunc(list, func(s *keystore.Key) bool { return s.ID <= after })
+	slices.SortFunc(list, func(a, b *keystore.Key) int { return cmp.Compare(a.ID, b.ID) })
+	if limit > 0 {
+		list = list[:min(len(list), limit)]
+	}
+	return list, nil
 }
 
-func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
+func (st *storageStore) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return nil, err
@@ -318,7 +218,7 @@ func (st *storeOnly) update(ctx context.Context, id int64, f map[string]any) (*k
 	return &after, nil
 }
 
-func (st *storeOnly) delete(ctx context.Context, id int64) (bool, error) {
+func (st *storageStore) delete(ctx context.Context, id int64) (bool, error) {
 	loc, s, err := st.located(ctx, id)
 	if err != nil || s == nil {
 		return false, err
@@ -328,7 +228,7 @@ func (st *storeOnly) delete(ctx context.Context, id int64) (bool, error) {
 
 // remove deletes the key s stored at location loc, and then the pointers
 // of the hashes it was rerolled to (which, the key gone, open nothing).
-func (st *storeOnly) remove(ctx context.Context, loc string, s *keystore.Key) error {
+func (st *storageStore) remove(ctx context.Context, loc string, s *keystore.Key) error {
 	if err := st.s.Delete(ctx, st.recKey(loc)); err != nil {
 		return err
 	}
@@ -356,7 +256,7 @@ func (st *storeOnly) remove(ctx context.Context, loc string, s *keystore.Key) er
 	return nil
 }
 
-func (st *storeOnly) deleteExpired(ctx context.Context, at time.Time) (int64, error) {
+func (st *storageStore) deleteExpired(ctx context.Context, at time.Time) (int64, error) {
 	now := at.UnixMilli()
 	all, err := st.members(ctx, st.allSet(), "DeleteExpired")
 	if err != nil {

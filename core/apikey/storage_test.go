@@ -268,12 +268,12 @@ func TestCachedModeServesReadsFromCache(t *testing.T) {
 	wantCode(t, e.verify(t, key), "")
 	// The entry is tagged with the key's current generation, as if another
 	// server had cached it, so that it is used.
-	gen, _, err := cache.Get(ctx, e.m.genKey(k.Hash))
+	gen, _, err := cache.Get(ctx, e.m.store.(*dbStore).cache.genKey(k.Hash))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stale := `{"gen":"` + gen + `","key":{"id":` + strconv.FormatInt(k.ID, 10) + `,"key":"` + k.Hash + `","enabled":false,"createdAt":0,"updatedAt":0}}`
-	if err := cache.Set(ctx, e.m.cacheKey(k.Hash), stale, time.Hour); err != nil {
+	if err := cache.Set(ctx, e.m.store.(*dbStore).cache.entryKey(k.Hash), stale, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	if r := e.verify(t, key); !r.Valid || remaining(t, r.Key) != 1 {
@@ -284,7 +284,7 @@ func TestCachedModeServesReadsFromCache(t *testing.T) {
 	if ok, err := e.m.Delete(ctx, k.ID); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	if _, ok, _ := cache.Get(ctx, e.m.cacheKey(k.Hash)); ok {
+	if _, ok, _ := cache.Get(ctx, e.m.store.(*dbStore).cache.entryKey(k.Hash)); ok {
 		t.Fatal("the cache still holds a deleted key")
 	}
 	wantCode(t, e.verify(t, key), CodeInvalid)

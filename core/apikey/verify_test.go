@@ -355,7 +355,7 @@ func TestDeleteExpiredOnVerifyIsOptIn(t *testing.T) {
 	}
 
 	m, _, clock := newStoreEnv(t)
-	sm, err := NewStorageOnly(m.store.(*storeOnly).s, WithClock(clock.Now), WithDeleteExpiredOnVerify())
+	sm, err := NewStorageOnly(m.store.(*storageStore).s, WithClock(clock.Now), WithDeleteExpiredOnVerify())
 	if err != nil {
 		t.Fatal(err)
 	}

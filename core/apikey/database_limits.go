@@ -26,35 +26,32 @@ var errLimitRaced = errors.New("apikey: a guarded write of a verification with n
 
 // limitsUsable fails, naming the table, when the apikeyLimit table cannot be
 // used.
-func (m *Manager) limitsUsable(op string) error {
-	if p := m.schema.noLimits.Load(); p != nil {
+func (d *dbStore) limitsUsable(op string) error {
+	if p := d.schema.noLimits.Load(); p != nil {
 		return fmt.Errorf("apikey: %s: named limits need the %s table: %w", op, core.ModelAPIKeyLimit, *p)
 	}
 	return nil
 }
 
-// verifyLimited is verifyDB for a verification that names limits. It
-// decides on a read, never on a remembered key, and bypasses the cache.
-func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
-	if m.schema.noLimits.Load() != nil {
-		// No table, so no key has a named limit: none limits it.
-		return m.verifyDB(ctx, hash, cost, req)
-	}
-	for attempt := 0; attempt < m.o.maxAttempts; attempt++ {
+// verifyLimited is verify for a verification that names limits, when the
+// table exists (without it no key has a named limit). It decides on a
+// read, never on a remembered key, and bypasses the cache.
+func (d *dbStore) verifyLimited(ctx context.Context, hash string, cost int64, req *required, spend []keystore.LimitSpend) (Result, error) {
+	for attempt := 0; attempt < d.maxAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return Result{}, err
 		}
-		now := m.now()
-		s, _, err := m.dbRead(ctx, hash, now)
+		now := d.now()
+		s, _, err := d.read(ctx, hash, now)
 		if err != nil {
 			return Result{}, err
 		}
 		if s == nil {
-			m.keys.drop(hash)
+			d.keys.drop(hash)
 			return denied(CodeInvalid, 0, nil), nil
 		}
 		lims := keyLimitRows(s, spend)
-		rows, err := m.dbLimitRows(ctx, lims)
+		rows, err := d.limitRows(ctx, lims)
 		if err != nil {
 			return Result{}, err
 		}
@@ -63,10 +60,10 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		rowLimits(owner, lims, rows, true)
 		p := keystore.Decide(s, owner, req.claim(now.UnixMilli(), cost, spend))
 		if p.Code != "" || cost == 0 {
-			return m.answerRead(ctx, s, hash, p, now)
+			return d.answerRead(ctx, s, hash, p, now)
 		}
 		var after *keystore.Key
-		err = m.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		err = d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 			b := requests.Get().(*requestBuf)
 			row, ok, err := tx.IncrementOne(ctx, consumeRequest(s, newGuardValues(s), p, req, now, cost, b))
 			b.release()
@@ -99,10 +96,10 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 		case err != nil:
 			return Result{}, afterWrite(ctx, "verify", err)
 		}
-		m.keys.put(after)
+		d.keys.put(after)
 		// The cached copy, if any, is now behind: a check of cost 0,
 		// answered from the cache alone, would see the key as it was.
-		m.uncache(ctx, after.Key)
+		d.cache.drop(ctx, after.Key)
 		rowLimits(after, lims, rows, false)
 		k, err := toKey(after)
 		if err != nil {
@@ -113,7 +110,7 @@ func (m *Manager) verifyLimited(ctx context.Context, hash string, cost int64, re
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded writes lost the race %d times", core.ErrContention, m.o.maxAttempts)
+	return Result{}, fmt.Errorf("apikey: verify: %w: the guarded writes lost the race %d times", core.ErrContention, d.maxAttempts)
 }
 
 // limitRequest is the guarded write of one named limit, whose row r was
@@ -163,13 +160,13 @@ func rowLimit(r core.Row) (keystore.LimitConfig, keystore.LimitCount) {
 	return keystore.LimitConfig{Max: r.Int("max"), Window: r.Int("window")}, keystore.LimitCount{Count: r.Int("count"), Start: r.Int("windowStart")}
 }
 
-// dbLimitRows reads the rows of lims, by row key.
-func (m *Manager) dbLimitRows(ctx context.Context, lims []limitRow) (map[string]core.Row, error) {
+// limitRows reads the rows of lims, by row key.
+func (d *dbStore) limitRows(ctx context.Context, lims []limitRow) (map[string]core.Row, error) {
 	keys := make([]any, len(lims))
 	for i, l := range lims {
 		keys[i] = l.row
 	}
-	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("key", keys...)}, nil)
+	rows, err := d.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("key", keys...)}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -194,19 +191,19 @@ func rowLimits(k *keystore.Key, lims []limitRow, rows map[string]core.Row, owner
 	k.SetLimitCounters(counts)
 }
 
-// dbAttachLimits reads the named limits of the keys and sets them.
-func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*keystore.Key) error {
+// attachLimits reads the named limits of the keys and sets them.
+func (d *dbStore) attachLimits(ctx context.Context, keys ...*keystore.Key) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if err := m.ready(ctx, "read"); err != nil || m.schema.noLimits.Load() != nil {
+	if err := d.checkSchema(ctx, false); err != nil || d.schema.noLimits.Load() != nil {
 		return err // whether the table exists is known once the schema is checked
 	}
 	ids := make([]any, len(keys))
 	for i, s := range keys {
 		ids[i] = s.ID
 	}
-	rows, err := m.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("keyId", ids...)}, nil)
+	rows, err := d.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.In("keyId", ids...)}, nil)
 	if err != nil {
 		return err
 	}
@@ -225,19 +222,19 @@ func (m *Manager) dbAttachLimits(ctx context.Context, keys ...*keystore.Key) err
 	return nil
 }
 
-// dbSetLimits makes the named limits of key id, inside tx, exactly those
+// setLimitsText makes the named limits of key id, inside tx, exactly those
 // of the Limits text cfg.
-func dbSetLimits(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
-	return dbReplaceLimits(ctx, tx, core.Eq("keyId", id), func(name string) map[string]any {
+func setLimitsText(ctx context.Context, tx *core.DB, id int64, cfg *string) error {
+	return replaceLimits(ctx, tx, core.Eq("keyId", id), func(name string) map[string]any {
 		return map[string]any{"key": limitRowKey(id, name), "keyId": id}
 	}, (&keystore.Key{Limits: cfg}).LimitConfigs())
 }
 
-// dbReplaceLimits makes the named limits that owned matches, inside tx,
+// replaceLimits makes the named limits that owned matches, inside tx,
 // exactly want: it deletes the others, changes the max and window of those
 // that stay (keeping their counters) and creates the new ones, with the
 // fields newRow gives besides name, max and window.
-func dbReplaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow func(name string) map[string]any, want map[string]keystore.LimitConfig) error {
+func replaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow func(name string) map[string]any, want map[string]keystore.LimitConfig) error {
 	rows, err := tx.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{owned}, nil)
 	if err != nil {
 		return err
@@ -277,19 +274,55 @@ func dbReplaceLimits(ctx context.Context, tx *core.DB, owned core.Where, newRow 
 	return nil
 }
 
-// dbForgetLimits deletes the named limits of the keys, when the table
+// forgetLimits deletes the named limits of the keys, when the table
 // exists.
-func (m *Manager) dbForgetLimits(ctx context.Context, ids ...int64) error {
+func (d *dbStore) forgetLimits(ctx context.Context, ids ...int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if err := m.ready(ctx, "delete"); err != nil || m.schema.noLimits.Load() != nil {
+	if err := d.checkSchema(ctx, false); err != nil || d.schema.noLimits.Load() != nil {
 		return err
 	}
 	in := make([]any, len(ids))
 	for i, id := range ids {
 		in[i] = id
 	}
-	_, err := m.db.DeleteMany(ctx, core.ModelAPIKeyLimit, core.In("keyId", in...))
+	_, err := d.db.DeleteMany(ctx, core.ModelAPIKeyLimit, core.In("keyId", in...))
 	return err
+}
+
+// setOwnerLimits makes cfg the owner's limits, keeping the counters of
+// those that stay.
+func (d *dbStore) setOwnerLimits(ctx context.Context, ref string, cfg *string) error {
+	if err := d.checkSchema(ctx, false); err != nil {
+		return err
+	}
+	if err := d.limitsUsable("SetOwnerLimits"); err != nil {
+		return err
+	}
+	want := (&keystore.Key{Limits: cfg}).LimitConfigs()
+	return d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		return replaceLimits(ctx, tx, core.Eq("owner", ref), func(name string) map[string]any {
+			return map[string]any{"key": ownerRowKey(Hash(ref), name), "keyId": int64(0), "owner": ref}
+		}, want)
+	})
+}
+
+func (d *dbStore) ownerLimits(ctx context.Context, ref string) (map[string]LimitUsage, error) {
+	if err := d.checkSchema(ctx, false); err != nil || d.schema.noLimits.Load() != nil {
+		return nil, err
+	}
+	rows, err := d.db.FindMany(ctx, core.ModelAPIKeyLimit, []core.Where{core.Eq("owner", ref)}, nil)
+	if err != nil {
+		return nil, err
+	}
+	cfg, counts := map[string]keystore.LimitConfig{}, map[string]keystore.LimitCount{}
+	for _, r := range rows {
+		name := r.Text("name")
+		cfg[name], counts[name] = rowLimit(r)
+	}
+	var s keystore.Key
+	s.SetLimitConfigs(cfg)
+	s.SetLimitCounters(counts)
+	return usage(&s), nil
 }
