@@ -1,6 +1,6 @@
-// Command quickstart is the README's quick start: sluice on gorm and
-// PostgreSQL, a rate limit and an API key with a quota. Run it on an empty
-// database:
+// Command quickstart is the complete program of docs/quickstart.md: sluice
+// on gorm and PostgreSQL, a rate limit and an API key with a quota. Run it
+// on an empty database:
 //
 //	DATABASE_URL='postgres://postgres@127.0.0.1:5432/mydb?sslmode=disable' go run .
 package main
@@ -30,7 +30,7 @@ func main() {
 		log.Fatal(err)
 	}
 	// sluice's tables, unless they exist; sluicegen writes them as
-	// migrations instead (see "Generating schemas").
+	// migrations instead (see docs/schemas.md).
 	err = db.CreateTables(ctx)
 	if err != nil {
 		log.Fatal(err)

@@ -1,7 +1,8 @@
-// Package readmecheck is where the README's Go fragments are compiled.
-// The test of examples/quickstart (readme_test.go) adds each fragment to
-// this package as a file of its own, through go build -overlay, so that
-// every fragment a reader copies is known to compile against this tree.
+// Package readmecheck is where the documents' Go fragments are compiled.
+// The test of examples/quickstart (readme_test.go) adds each fragment of
+// README.md and docs/*.md to this package as a file of its own, through go
+// build -overlay, so that every fragment a reader copies is known to
+// compile against this tree.
 //
 // The variables below stand for what a fragment takes from the reader's
 // program (a *gorm.DB, a context, the limiter an earlier fragment made):
@@ -16,21 +17,27 @@ import (
 	"net/http"
 	"time"
 
-	_ "entgo.io/ent/dialect"     // the ent fragment
-	_ "entgo.io/ent/dialect/sql" // the ent fragment
+	_ "entgo.io/ent/dialect"           // the ent fragment
+	_ "entgo.io/ent/dialect/sql"       // the ent fragment
+	_ "github.com/go-sql-driver/mysql" // the bun on MariaDB fragment
 	"github.com/jackc/pgx/v5/pgxpool"
-	_ "github.com/sluice-go/sluice/adapters/bun"  // the bun fragment
-	_ "github.com/sluice-go/sluice/adapters/ent"  // the ent fragment
-	_ "github.com/sluice-go/sluice/adapters/gorm" // the gorm fragments
-	_ "github.com/sluice-go/sluice/adapters/pgx"  // the pgx fragment
-	_ "github.com/sluice-go/sluice/adapters/sql"  // the database/sql fragment
+	_ "github.com/redis/go-redis/v9"               // the Redis fragment
+	_ "github.com/sluice-go/sluice/adapters/bun"   // the bun fragment
+	_ "github.com/sluice-go/sluice/adapters/ent"   // the ent fragment
+	_ "github.com/sluice-go/sluice/adapters/gorm"  // the gorm fragments
+	_ "github.com/sluice-go/sluice/adapters/pgx"   // the pgx fragment
+	_ "github.com/sluice-go/sluice/adapters/redis" // the Redis fragment
+	_ "github.com/sluice-go/sluice/adapters/sql"   // the database/sql fragment
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	_ "github.com/sluice-go/sluice/core/apikey" // the API-key fragment
 	"github.com/sluice-go/sluice/core/ratelimit"
 	_ "github.com/sluice-go/sluice/observe/otel" // the Observability fragment
 	"github.com/uptrace/bun"
+	_ "github.com/uptrace/bun/dialect/mysqldialect" // the bun on MariaDB fragment
+	_ "gorm.io/driver/postgres"                     // the gorm on PostgreSQL fragment
 	"gorm.io/gorm"
+	_ "modernc.org/sqlite" // the README's SQLite fragment
 )
 
 // What the README's fragments use without declaring it.
