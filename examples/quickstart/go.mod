@@ -64,11 +64,10 @@ replace (
 	github.com/sluice-go/sluice/adapters/ent => ../../adapters/ent
 	github.com/sluice-go/sluice/adapters/gorm => ../../adapters/gorm
 	github.com/sluice-go/sluice/adapters/pgx => ../../adapters/pgx
+	github.com/sluice-go/sluice/adapters/redis => ../../adapters/redis
 	github.com/sluice-go/sluice/adapters/sql => ../../adapters/sql
 	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
 	github.com/sluice-go/sluice/core => ../../core
 	github.com/sluice-go/sluice/gen => ../../gen
 	github.com/sluice-go/sluice/observe/otel => ../../observe/otel
 )
-
-replace github.com/sluice-go/sluice/adapters/redis => ../../adapters/redis
