@@ -11,9 +11,6 @@ import (
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
-// MaxNameLength bounds a key's name, in characters.
-const MaxNameLength = 255
-
 // CreateParams describes a new key. The zero value of every optional field
 // means "none" or "the default".
 type CreateParams struct {
@@ -28,8 +25,10 @@ type CreateParams struct {
 	Remaining *int64
 	// Refill restores the quota periodically; it needs a quota.
 	Refill Refill
-	// RateLimit is the per-key rate limit; nil means the manager's default
-	// (10 per 24 hours unless [WithDefaultRateLimit] says otherwise).
+	// RateLimit is the per-key rate limit. nil means the manager's
+	// default, which is Better Auth's unless [WithDefaultRateLimit] says
+	// otherwise: 10 verifications per 24 hours, whatever the quota. Give
+	// &RateLimit{} for none.
 	RateLimit   *RateLimit
 	Disabled    bool // create the key disabled
 	Metadata    map[string]any

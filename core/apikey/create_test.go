@@ -58,7 +58,7 @@ func TestCreateInvalidInput(t *testing.T) {
 func TestCreateDefaultsAndFields(t *testing.T) {
 	e := newEnv(t)
 	_, k := e.create(t, CreateParams{})
-	if k.RateLimit != DefaultRateLimit || !k.Enabled || k.Remaining != nil || k.ConfigID != "default" || !k.ExpiresAt.IsZero() {
+	if k.RateLimit != defaultRateLimit || !k.Enabled || k.Remaining != nil || k.ConfigID != "default" || !k.ExpiresAt.IsZero() {
 		t.Fatalf("defaults: %+v", k)
 	}
 	meta := map[string]any{"plan": "pro", "seats": float64(3)}

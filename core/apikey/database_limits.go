@@ -48,7 +48,7 @@ func (d *dbStore) verifyLimited(ctx context.Context, hash string, cost int64, re
 		}
 		if s == nil {
 			d.keys.drop(hash)
-			return denied(CodeInvalid, 0, nil), nil
+			return invalid(), nil
 		}
 		lims := keyLimitRows(s, spend)
 		rows, err := d.limitRows(ctx, lims)

@@ -45,7 +45,7 @@ func (d *dbStore) verify(ctx context.Context, hash string, cost int64, req *requ
 			if s == nil {
 				d.keys.drop(hash)
 				d.cache.drop(ctx, hash)
-				return denied(CodeInvalid, 0, nil), nil
+				return invalid(), nil
 			}
 			d.keys.put(s)
 			if !rerolled {
@@ -109,9 +109,7 @@ func (d *dbStore) answerRead(ctx context.Context, s *keystore.Key, hash string, 
 	if p.Code == "" {
 		return allowed(k), nil
 	}
-	r := denied(p.Code, p.TryAgainIn, k)
-	r.Limit, r.OwnerLimit = p.Limit, p.OwnerLimit
-	return r, nil
+	return denied(p.Code, p.TryAgainIn, p.Limit, p.OwnerLimit, k), nil
 }
 
 // dropExpiredKey deletes an expired key that a verification read through

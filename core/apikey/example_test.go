@@ -43,6 +43,36 @@ func Example() {
 	// denied: USAGE_EXCEEDED 429
 }
 
+// A key created without RateLimit has the default rate limit, 10
+// verifications per 24 hours, whatever its quota: the eleventh of the day
+// is denied by the rate limit, not the quota. &apikey.RateLimit{} turns it
+// off.
+func ExampleManager_Create() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+
+	quota := int64(1000)
+	plaintext, key, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Remaining: &quota})
+	fmt.Printf("rate limit: %d per %v\n", key.RateLimit.Max, key.RateLimit.Window)
+	for range 10 {
+		keys.Verify(ctx, plaintext)
+	}
+	res, _ := keys.Verify(ctx, plaintext)
+	fmt.Println("11th:", res.Code, "denied by", res.DeniedBy, "with", *res.Key.Remaining, "of the quota left")
+
+	unlimited, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Remaining: &quota, RateLimit: &apikey.RateLimit{}})
+	for range 10 {
+		keys.Verify(ctx, unlimited)
+	}
+	res, _ = keys.Verify(ctx, unlimited)
+	fmt.Println("without a rate limit, 11th:", res.Valid, *res.Key.Remaining, "left")
+	// Output:
+	// rate limit: 10 per 24h0m0s
+	// 11th: RATE_LIMITED denied by rateLimit with 990 of the quota left
+	// without a rate limit, 11th: true 989 left
+}
+
 func ExampleHash() {
 	fmt.Println(apikey.Hash("test"))
 	// Output: n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg
@@ -226,12 +256,12 @@ func ExampleLimitCost() {
 		if res.Valid {
 			fmt.Println(tokens, "tokens: valid, used", res.Key.Limits["tokens"].Count)
 		} else {
-			fmt.Println(tokens, "tokens:", res.Code, res.Limit, "try again in", res.TryAgainIn)
+			fmt.Println(tokens, "tokens:", res.Code, res.DeniedBy, "try again in", res.TryAgainIn)
 		}
 	}
 	// Output:
 	// 600 tokens: valid, used 600
-	// 600 tokens: RATE_LIMITED tokens try again in 1h0m0s
+	// 600 tokens: RATE_LIMITED limit:tokens try again in 1h0m0s
 	// 400 tokens: valid, used 1000
 }
 
@@ -249,13 +279,13 @@ func ExampleManager_SetOwnerLimits() {
 	b, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "team-7", RateLimit: &apikey.RateLimit{}})
 	for _, k := range []string{a, b, b} {
 		res, _ := keys.Verify(ctx, k, apikey.LimitCost("tokens", 400))
-		fmt.Println(res.Code == "", res.Limit, res.OwnerLimit)
+		fmt.Printf("valid=%v deniedBy=%q\n", res.Valid, res.DeniedBy)
 	}
 	used, _ := keys.OwnerLimits(ctx, "team-7")
 	fmt.Println("team tokens used:", used["tokens"].Count)
 	// Output:
-	// true  false
-	// true  false
-	// false tokens true
+	// valid=true deniedBy=""
+	// valid=true deniedBy=""
+	// valid=false deniedBy="ownerLimit:tokens"
 	// team tokens used: 800
 }

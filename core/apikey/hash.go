@@ -7,16 +7,6 @@ import (
 	"fmt"
 )
 
-const (
-	// KeyLength is how many random letters follow the prefix in a new key.
-	KeyLength = 64
-	// StartLength is how many leading characters of a key are kept in the
-	// clear, as Key.Start, to help owners recognise it.
-	StartLength = 6
-	// MaxPrefixLength bounds a key's prefix.
-	MaxPrefixLength = 32
-)
-
 // hashBuf holds any key that Create makes (a prefix and KeyLength letters)
 // on the stack while it is hashed.
 const hashBuf = MaxPrefixLength + KeyLength

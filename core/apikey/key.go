@@ -9,6 +9,27 @@ import (
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
+// The sizes of a key, and the bounds of what Create, Update, Verify and
+// ListPage accept: beyond them input is refused with [core.ErrInvalid].
+const (
+	// KeyLength is how many random letters follow the prefix in a new key.
+	KeyLength = 64
+	// StartLength is how many leading characters of a key are kept in the
+	// clear, as Key.Start, to help owners recognise it.
+	StartLength = 6
+	// MaxPrefixLength bounds a key's prefix.
+	MaxPrefixLength = 32
+	// MaxNameLength bounds a key's name, in characters.
+	MaxNameLength = 255
+	// MaxLimits bounds how many named limits a key carries, and how many
+	// one verification names.
+	MaxLimits = 16
+	// MaxLimitNameLength bounds a named limit's name, in bytes.
+	MaxLimitNameLength = 64
+	// MaxPageSize is the most keys one [Manager.ListPage] returns.
+	MaxPageSize = 1000
+)
+
 // Key is an API key as the caller sees it. The plaintext key is never part
 // of it: only [Manager.Create] returns that, once.
 type Key struct {

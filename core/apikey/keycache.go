@@ -8,10 +8,10 @@ import (
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
-// DefaultKeyStateCache is how many keys a [Manager] in database mode
-// remembers, by default, as it last saw them (see [WithKeyStateCache]):
+// defaultKeyStateCache is how many keys a Manager in database mode
+// remembers, by default, as it last saw them (see WithKeyStateCache):
 // a few hundred bytes each, a few megabytes in all.
-const DefaultKeyStateCache = 16384
+const defaultKeyStateCache = 16384
 
 // keyShards splits the cache so that concurrent verifications of different
 // keys rarely wait for one another.

@@ -25,13 +25,6 @@ type LimitUsage struct {
 	WindowStart time.Time // the start of the current window; zero: none yet
 }
 
-// MaxLimits bounds how many named limits a key carries, and how many one
-// verification names.
-const MaxLimits = 16
-
-// MaxLimitNameLength bounds a named limit's name, in bytes.
-const MaxLimitNameLength = 64
-
 // checkLimitName accepts 1 to MaxLimitNameLength letters, digits, '_', '-'
 // or '.': names that every store keeps byte for byte.
 func checkLimitName(n string) error {

@@ -39,15 +39,15 @@ func TestNamedLimits(t *testing.T) {
 		}
 		r = spend(50) // 110 tokens: over the limit
 		wantCode(t, r, CodeRateLimited)
-		if r.Limit != "tokens" || r.TryAgainIn != time.Hour {
-			t.Fatalf("denial names limit %q, try again in %v; want tokens, 1h", r.Limit, r.TryAgainIn)
+		if r.DeniedBy != "limit:tokens" || r.TryAgainIn != time.Hour {
+			t.Fatalf("denied by %q, try again in %v; want limit:tokens, 1h", r.DeniedBy, r.TryAgainIn)
 		}
 		wantCode(t, spend(40), "")
 		wantCode(t, e.verify(t, key, LimitCost("requests", 1)), "")
 		r = spend(0) // both full: the first in name order denies
 		wantCode(t, r, CodeRateLimited)
-		if r.Limit != "requests" {
-			t.Fatalf("denial names limit %q, want requests", r.Limit)
+		if r.DeniedBy != "limit:requests" {
+			t.Fatalf("denied by %q, want limit:requests", r.DeniedBy)
 		}
 		got := e.get(t, k.ID)
 		if remaining(t, got) != 97 || got.Limits["tokens"].Count != 100 || got.Limits["requests"].Count != 3 {
@@ -138,10 +138,10 @@ func TestNamedLimitsUnderConcurrency(t *testing.T) {
 				t.Errorf("Verify: %v", err)
 			case r.Valid:
 				admitted.Add(1)
-			case r.Code == CodeRateLimited && r.Limit == "tokens":
+			case r.Code == CodeRateLimited && r.DeniedBy == "limit:tokens":
 				limited.Add(1)
 			default:
-				t.Errorf("answer %s (limit %q)", r.Code, r.Limit)
+				t.Errorf("answer %s (denied by %q)", r.Code, r.DeniedBy)
 			}
 		})
 		if admitted.Load() != max/cost || limited.Load() != callers-max/cost {
@@ -225,11 +225,11 @@ func testOwnerLimits(t *testing.T, e *env) {
 	wantCode(t, e.verify(t, a, tokens(40)), "")
 	wantCode(t, e.verify(t, b, tokens(30)), "")
 	r := e.verify(t, b, tokens(1)) // the key's own 30 are spent
-	if r.Code != CodeRateLimited || r.Limit != "tokens" || r.OwnerLimit {
+	if r.Code != CodeRateLimited || r.DeniedBy != "limit:tokens" {
 		t.Fatalf("key b over its own limit: %+v, want RATE_LIMITED on its own tokens", r)
 	}
 	r = e.verify(t, a, tokens(31)) // 70 + 31 > 100
-	if r.Code != CodeRateLimited || r.Limit != "tokens" || !r.OwnerLimit {
+	if r.Code != CodeRateLimited || r.DeniedBy != "ownerLimit:tokens" {
 		t.Fatalf("key a over the owner's limit: %+v, want RATE_LIMITED on the owner's tokens", r)
 	}
 	wantCode(t, e.verify(t, a, tokens(30)), "")

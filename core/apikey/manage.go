@@ -231,9 +231,6 @@ func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
 	return n, err
 }
 
-// MaxPageSize is the most keys one [Manager.ListPage] returns.
-const MaxPageSize = 1000
-
 // ListPage returns up to limit keys of an owner whose ids are above after,
 // in id order, and the cursor of the next page: the last id returned when
 // the page is full, 0 when there is no more. Start with after = 0. limit

@@ -8,13 +8,13 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// DefaultMaxAttempts bounds how many times a verification reads and tries
-// its guarded write before it gives up with [core.ErrContention].
-const DefaultMaxAttempts = 10
+// defaultMaxAttempts bounds how many times a verification reads and tries
+// its guarded write before it gives up with core.ErrContention.
+const defaultMaxAttempts = 10
 
-// DefaultRateLimit is the rate limit of a key created without one: 10
-// requests per 24 hours, as in Better Auth.
-var DefaultRateLimit = RateLimit{Enabled: true, Window: 24 * time.Hour, Max: 10}
+// defaultRateLimit is the rate limit of a key created without one: 10
+// verifications per 24 hours, as in Better Auth.
+var defaultRateLimit = RateLimit{Enabled: true, Window: 24 * time.Hour, Max: 10}
 
 type options struct {
 	clock       func() time.Time
@@ -38,11 +38,15 @@ type Option func(*options)
 func WithClock(now func() time.Time) Option { return func(o *options) { o.clock = now } }
 
 // WithMaxAttempts sets how many read-and-write attempts a verification
-// makes before failing with [core.ErrContention] (default [DefaultMaxAttempts]).
+// makes before failing with [core.ErrContention] (default 10).
 func WithMaxAttempts(n int) Option { return func(o *options) { o.maxAttempts = n } }
 
-// WithDefaultRateLimit sets the rate limit of keys created without one
-// (default [DefaultRateLimit]).
+// WithDefaultRateLimit sets the rate limit of keys created without one.
+// The default is Better Auth's: 10 verifications per 24 hours, a window
+// that opens at the first verification; so a key with a quota of 1000 and
+// no [CreateParams.RateLimit] stops at 10 a day, answered CodeRateLimited
+// with Result.DeniedBy "rateLimit". Give WithDefaultRateLimit(RateLimit{})
+// for keys without a rate limit unless Create sets one.
 func WithDefaultRateLimit(r RateLimit) Option { return func(o *options) { o.rateLimit = r } }
 
 // WithDeleteExpiredOnVerify makes a verification that finds its key
@@ -82,7 +86,7 @@ func WithCache(s driver.SecondaryStorage, ttl time.Duration) Option {
 
 // WithKeyStateCache sets how many keys the manager remembers, in its own
 // memory, as the database last returned them (default
-// [DefaultKeyStateCache]; 0 turns it off). A verification of a remembered
+// 16384 keys, a few hundred bytes each; 0 turns it off). A verification of a remembered
 // key skips the read: it plans from the remembered state and sends one
 // guarded write that finds the key by its hash, and whose guard re-checks
 // in the database everything the plan was decided on (enabled, expiry,
@@ -98,7 +102,7 @@ func WithKeyStateCache(n int) Option {
 }
 
 func buildOptions(op string, opts []Option) (options, error) {
-	o := options{clock: time.Now, maxAttempts: DefaultMaxAttempts, rateLimit: DefaultRateLimit, prefix: "sluice:apikey:", keyState: DefaultKeyStateCache}
+	o := options{clock: time.Now, maxAttempts: defaultMaxAttempts, rateLimit: defaultRateLimit, prefix: "sluice:apikey:", keyState: defaultKeyStateCache}
 	for i, opt := range opts {
 		if opt == nil {
 			return o, invalidf("%s: option %d of %d is nil", op, i+1, len(opts))

@@ -35,16 +35,38 @@ type Result struct {
 	// Key is the key after the verification's write when valid, the key as
 	// read when denied, and nil when the key is unknown.
 	Key *Key
-	// Limit names the named limit (see [LimitCost]) that denied with
-	// CodeRateLimited; "" for the key's own rate limit and other codes.
-	// OwnerLimit says it is the owner's, shared by all their keys (see
-	// [Manager.SetOwnerLimits]), rather than the key's.
-	Limit      string
-	OwnerLimit bool
+	// DeniedBy names the limit that denied a verification answered
+	// CodeRateLimited or CodeUsageExceeded, "" for every other answer:
+	//   - "rateLimit": the key's rate limit ([CreateParams.RateLimit]; a
+	//     key created without one has the manager's default, 10
+	//     verifications per 24 hours unless [WithDefaultRateLimit] says
+	//     otherwise);
+	//   - "remaining": the key's quota ([CreateParams.Remaining]);
+	//   - "limit:NAME": the key's named limit NAME ([LimitCost]);
+	//   - "ownerLimit:NAME": the named limit NAME of the key's owner,
+	//     shared by all their keys ([Manager.SetOwnerLimits]).
+	DeniedBy string
 }
 
-func denied(code Code, tryAgainMs int64, k *Key) Result {
-	return Result{Code: code, Status: code.Status(), TryAgainIn: time.Duration(tryAgainMs) * time.Millisecond, Key: k}
+// denied is a denial with code; limit and owner name the named limit that
+// denied, as keystore.Plan and keystore.Result do.
+func denied(code Code, tryAgainMs int64, limit string, owner bool, k *Key) Result {
+	r := Result{Code: code, Status: code.Status(), TryAgainIn: time.Duration(tryAgainMs) * time.Millisecond, Key: k}
+	switch {
+	case code == CodeUsageExceeded:
+		r.DeniedBy = "remaining"
+	case code != CodeRateLimited:
+	case limit == "":
+		r.DeniedBy = "rateLimit"
+	case owner:
+		r.DeniedBy = "ownerLimit:" + limit
+	default:
+		r.DeniedBy = "limit:" + limit
+	}
+	return r
 }
+
+// invalid is the answer for a key that no stored key answers to.
+func invalid() Result { return denied(CodeInvalid, 0, "", false, nil) }
 
 func allowed(k *Key) Result { return Result{Valid: true, Status: http.StatusOK, Key: k} }

@@ -217,9 +217,9 @@ func TestModesAgree(t *testing.T) {
 					first = r
 					continue
 				}
-				if r.Code != first.Code || r.TryAgainIn != first.TryAgainIn || r.Limit != first.Limit || r.OwnerLimit != first.OwnerLimit || !sameState(r.Key, first.Key) {
-					t.Fatalf("seed %d step %d (cost %d): %s answered %q %v %q %v %+v, %s answered %q %v %q %v %+v",
-						seed, step, cost, md.name, r.Code, r.TryAgainIn, r.Limit, r.OwnerLimit, r.Key, modes[0].name, first.Code, first.TryAgainIn, first.Limit, first.OwnerLimit, first.Key)
+				if r.Code != first.Code || r.TryAgainIn != first.TryAgainIn || r.DeniedBy != first.DeniedBy || !sameState(r.Key, first.Key) {
+					t.Fatalf("seed %d step %d (cost %d): %s answered %q %v %q %+v, %s answered %q %v %q %+v",
+						seed, step, cost, md.name, r.Code, r.TryAgainIn, r.DeniedBy, r.Key, modes[0].name, first.Code, first.TryAgainIn, first.DeniedBy, first.Key)
 				}
 			}
 		}

@@ -48,7 +48,7 @@ func (st *storageStore) verify(ctx context.Context, hash string, cost int64, req
 		return Result{}, err
 	}
 	if !res.Found {
-		return denied(CodeInvalid, 0, nil), nil
+		return invalid(), nil
 	}
 	if !known {
 		st.locs.put(hash, loc)
@@ -64,9 +64,7 @@ func (st *storageStore) verify(ctx context.Context, hash string, cost int64, req
 		}
 	}
 	if res.Code != "" {
-		r := denied(res.Code, res.TryAgainIn, k)
-		r.Limit, r.OwnerLimit = res.Limit, res.OwnerLimit
-		return r, nil
+		return denied(res.Code, res.TryAgainIn, res.Limit, res.OwnerLimit, k), nil
 	}
 	return allowed(k), nil
 }

@@ -94,7 +94,7 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 		return Result{}, err
 	}
 	if key == "" {
-		return denied(CodeInvalid, 0, nil), nil
+		return invalid(), nil
 	}
 	return m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
 }
