@@ -2,11 +2,13 @@ package apikey
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
@@ -138,6 +140,118 @@ func TestConcurrentRateLimitLastSlot(t *testing.T) {
 			after := e.get(t, k.ID)
 			if remaining(t, after) != 95 || after.RequestCount != 5 {
 				t.Fatalf("after: remaining %d requestCount %d, want 95 and 5", remaining(t, after), after.RequestCount)
+			}
+		})
+	}
+}
+
+// racingFirstOwners is core/memory's Storage with the owner's record held
+// back so that two first SetOwnerLimits calls interleave as badly as they
+// can: both patch and find no record before either makes one; the first
+// then makes it, and the second makes its own only after a claim has
+// spent from the first's (the test closes spent).
+type racingFirstOwners struct {
+	*memory.Storage
+	owner         string
+	patched       sync.WaitGroup // the first two patches of the owner's record
+	made          chan struct{}  // closed once the first record is stored
+	spent         chan struct{}  // closed by the test after a claim spent from it
+	patches, sets atomic.Int32
+}
+
+func (s *racingFirstOwners) Patch(ctx context.Context, key string, f map[string]any) (keystore.Key, bool, error) {
+	after, ok, err := s.Storage.Patch(ctx, key, f)
+	if key == s.owner && s.patches.Add(1) <= 2 {
+		// Neither returns until both have patched: both find no record.
+		s.patched.Done()
+		s.patched.Wait()
+	}
+	return after, ok, err
+}
+
+// hold lets the first maker of the owner's record through and holds the
+// second until a claim has spent from the first's record.
+func (s *racingFirstOwners) hold(key string) (done func()) {
+	if key != s.owner {
+		return func() {}
+	}
+	if s.sets.Add(1) == 1 {
+		return func() { close(s.made) }
+	}
+	<-s.spent
+	return func() {}
+}
+
+func (s *racingFirstOwners) Set(ctx context.Context, key, value string, ttl time.Duration) error {
+	defer s.hold(key)()
+	return s.Storage.Set(ctx, key, value, ttl)
+}
+
+func (s *racingFirstOwners) Create(ctx context.Context, key, value string) (bool, error) {
+	defer s.hold(key)()
+	return s.Storage.Create(ctx, key, value)
+}
+
+// setOnly hides Create: the storage without keystore.Creator.
+type setOnly struct{ *racingFirstOwners }
+
+func (setOnly) Create() {}
+
+// TestFirstOwnerLimitsRace: of two first SetOwnerLimits calls at once, the
+// later patches the record the earlier made, so a claim's spend from it in
+// between stays counted. Without keystore.Creator the later call replaces
+// the record and the spend is lost, which the second subtest shows: the
+// check can fail.
+func TestFirstOwnerLimitsRace(t *testing.T) {
+	for _, withCreator := range []bool{true, false} {
+		t.Run(fmt.Sprintf("creator=%v", withCreator), func(t *testing.T) {
+			ctx := context.Background()
+			c := newClock()
+			race := &racingFirstOwners{Storage: memory.NewStorage(memory.WithClock(c.Now)),
+				made: make(chan struct{}), spent: make(chan struct{})}
+			race.patched.Add(2)
+			var store driver.SecondaryStorage = race
+			if !withCreator {
+				store = setOnly{race}
+			}
+			if _, ok := store.(keystore.Creator); ok != withCreator {
+				t.Fatalf("store %T is a keystore.Creator: %v", store, ok)
+			}
+			m, err := NewStorageOnly(store, WithClock(c.Now))
+			if err != nil {
+				t.Fatal(err)
+			}
+			plaintext, _, err := m.Create(ctx, CreateParams{ReferenceID: "team"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			race.owner = m.store.(*storageStore).ownerKey(Hash("team"))
+			limits := map[string]NamedLimit{"requests": {Max: 5, Window: time.Minute}}
+			errs := make(chan error, 2)
+			for range 2 {
+				go func() { errs <- m.SetOwnerLimits(ctx, "team", limits) }()
+			}
+			<-race.made
+			res, err := m.Verify(ctx, plaintext, LimitCost("requests", 1))
+			if err != nil || !res.Valid {
+				t.Fatalf("Verify = %+v, %v", res, err)
+			}
+			close(race.spent)
+			for range 2 {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			usage, err := m.OwnerLimits(ctx, "team")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := usage["requests"].Count
+			switch {
+			case withCreator && got != 1:
+				t.Fatalf("the owner's requests count %d after one claim; want 1: the later first call replaced the record", got)
+			case !withCreator && got != 0:
+				t.Fatalf("without keystore.Creator the count is %d; this interleaving was expected to lose the claim's spend (0), showing the check can fail", got)
 			}
 		})
 	}

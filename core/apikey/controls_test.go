@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
 // eachMode runs fn on a database-mode and a storage-only manager with a
 // test clock.
-func eachMode(t *testing.T, fn func(t *testing.T, m *Manager, clock *testClock)) {
+func eachMode(t *testing.T, fn func(t *testing.T, m *Manager, clock *testclock.Clock)) {
 	t.Run("database", func(t *testing.T) {
 		e := newEnv(t)
 		fn(t, e.m, e.clock)
@@ -42,7 +43,7 @@ func mustVerify(t *testing.T, m *Manager, key string, want Code) Result {
 // ResetRateLimit opens a new window for a key at its limit, and the
 // window then counts from the next request.
 func TestUpdateResetsRateLimit(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, clock *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, clock *testclock.Clock) {
 		ctx := context.Background()
 		plain, k, err := m.Create(ctx, CreateParams{ReferenceID: "u", RateLimit: &RateLimit{Enabled: true, Window: time.Minute, Max: 2}})
 		if err != nil {
@@ -70,7 +71,7 @@ func TestUpdateResetsRateLimit(t *testing.T) {
 
 // RestartRefill moves the next refill to one interval after the update.
 func TestUpdateRestartsRefill(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, clock *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, clock *testclock.Clock) {
 		ctx := context.Background()
 		plain, k, err := m.Create(ctx, CreateParams{ReferenceID: "u", Remaining: quota(1), Refill: Refill{Interval: time.Hour, Amount: 5}, RateLimit: noRateLimit()})
 		if err != nil {
@@ -99,7 +100,7 @@ func TestUpdateRestartsRefill(t *testing.T) {
 // ListPage walks an owner's keys in id order, a page at a time, without
 // another owner's, and refuses bad arguments.
 func TestListPage(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, _ *testclock.Clock) {
 		ctx := context.Background()
 		var want []int64
 		for i := range 7 {

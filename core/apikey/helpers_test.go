@@ -10,42 +10,19 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-// testClock is a settable clock shared by a manager and its test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
-func newClock() *testClock { return &testClock{now: epoch} }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.now = t
-	c.mu.Unlock()
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
+func newClock() *testclock.Clock { return testclock.New(epoch) }
 
 type env struct {
 	m     *Manager
 	db    *core.DB
 	mem   *memory.Memory
-	clock *testClock
+	clock *testclock.Clock
 	gates *gates // nil: reads are not gated
 }
 

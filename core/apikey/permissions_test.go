@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 )
 
 var filesAndAdmin = map[string][]string{"files": {"read", "write"}, "admin": {"view"}}
@@ -18,7 +19,7 @@ var filesAndAdmin = map[string][]string{"files": {"read", "write"}, "admin": {"v
 // holds them (all of Permissions, one of AnyPermission), and a key that
 // lacks them answers INSUFFICIENT_PERMISSIONS, 403, spending nothing.
 func TestVerifyPermissions(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, _ *testclock.Clock) {
 		ctx := context.Background()
 		plain, k, err := m.Create(ctx, CreateParams{ReferenceID: "u", Remaining: quota(100), RateLimit: noRateLimit(), Permissions: filesAndAdmin})
 		if err != nil {
@@ -84,7 +85,7 @@ func TestVerifyPermissions(t *testing.T) {
 // keystore.Permission names JSON would not keep byte for byte, or no store can hold,
 // are refused before anything is written.
 func TestCreatePermissionNames(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, _ *testclock.Clock) {
 		ctx := context.Background()
 		for _, p := range []map[string][]string{{"r\xff": {"read"}}, {"files": {"re\x00ad"}}, {"a\x00": {"b"}}, {"files": {""}}} {
 			if _, _, err := m.Create(ctx, CreateParams{ReferenceID: "u", Permissions: p}); !errors.Is(err, core.ErrInvalid) {
@@ -131,7 +132,7 @@ func TestVerifyPermissionRevokedElsewhere(t *testing.T) {
 // Under concurrent verifications, a key without the permission spends
 // nothing, and one with it admits exactly its quota.
 func TestVerifyPermissionsRace(t *testing.T) {
-	eachMode(t, func(t *testing.T, m *Manager, _ *testClock) {
+	eachMode(t, func(t *testing.T, m *Manager, _ *testclock.Clock) {
 		ctx := context.Background()
 		with, wk, err := m.Create(ctx, CreateParams{ReferenceID: "u", Remaining: quota(20), RateLimit: noRateLimit(), Permissions: filesAndAdmin})
 		if err != nil {

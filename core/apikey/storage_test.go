@@ -15,6 +15,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -27,7 +28,7 @@ type claimOnly struct {
 	keystore.Claimer
 }
 
-func newStoreEnv(t testing.TB) (*Manager, *memory.Storage, *testClock) {
+func newStoreEnv(t testing.TB) (*Manager, *memory.Storage, *testclock.Clock) {
 	t.Helper()
 	c := newClock()
 	s := memory.NewStorage(memory.WithClock(c.Now))
@@ -175,7 +176,7 @@ func TestModesAgree(t *testing.T) {
 		type mode struct {
 			name  string
 			m     *Manager
-			clock *testClock
+			clock *testclock.Clock
 			key   string
 		}
 		var modes []*mode
