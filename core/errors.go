@@ -24,6 +24,16 @@ var (
 	// ErrSchema reports a table that lacks what exact decisions depend on,
 	// such as the unique index on a rate-limit key (see [DB.CheckSchema]).
 	ErrSchema = driver.ErrSchema
+	// ErrUnavailable reports a database that cannot be reached or is not
+	// serving (refused, timed out, shutting down, out of connections, a
+	// cluster node not ready): an outage, which a limiter's failure policy
+	// handles (see ratelimit.WithFailOpen).
+	ErrUnavailable = driver.ErrUnavailable
+	// ErrAuth reports that the database refused the credentials.
+	ErrAuth = driver.ErrAuth
+	// ErrWrongDatabase reports a database of another family than the
+	// adapter was opened for.
+	ErrWrongDatabase = driver.ErrWrongDatabase
 )
 
 // Error is the error type returned by [DB]. It names the operation and model,
@@ -78,7 +88,7 @@ func wrap(op, model string, err error) error {
 		return err
 	}
 	var kind error
-	for _, s := range []error{ErrNotFound, ErrConflict, ErrContention, ErrInvalid, ErrUnsupported, ErrSchema} {
+	for _, s := range []error{ErrNotFound, ErrConflict, ErrContention, ErrInvalid, ErrUnsupported, ErrSchema, ErrUnavailable, ErrAuth, ErrWrongDatabase} {
 		if errors.Is(err, s) {
 			kind = s
 			break

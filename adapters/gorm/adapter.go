@@ -27,9 +27,10 @@ const openTimeout = 30 * time.Second
 // savepoint. Conditions or a model already chained on db are ignored.
 //
 // New asks the server for its version and refuses with core.ErrUnsupported
-// a dialect other than postgres, mysql or sqlite, a server that is not what
-// the dialector says, and a MySQL connection that reads times in another
-// zone than UTC.
+// a dialect other than postgres, mysql or sqlite and a MySQL connection
+// that reads times in another zone than UTC, and with core.ErrWrongDatabase
+// a server that is not what the dialector says (see sluicesql.New for the
+// classes of a failure to connect).
 func New(db *gorm.DB) (*Adapter, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sluicegorm.New: nil *gorm.DB", core.ErrInvalid)

@@ -163,12 +163,7 @@ func (a *Adapter) tableExists(ctx context.Context, t *driver.Table) (bool, error
 // gets once that commits; MySQL's table exists or duplicate key name;
 // SQLite's "already exists".
 func (e *engine) lostRace(err error) bool {
-	c, ok := e.code(err)
-	switch e.features.Dialect {
-	case Postgres:
-		return ok && (c == "42P07" || c == "42710" || c == "23505")
-	case MySQL:
-		return ok && (c == "1050" || c == "1061")
-	}
-	return strings.Contains(err.Error(), "already exists")
+	c, fam, ok := e.code(err)
+	cl := classes[fam]
+	return (ok && slices.Contains(cl.createRace, c)) || (cl.createRaceText != "" && strings.Contains(err.Error(), cl.createRaceText))
 }

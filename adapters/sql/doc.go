@@ -7,10 +7,25 @@
 // CRUD; the native guarded IncrementOne of each dialect; savepoints for
 // nested transactions; time binding; value checks (an increment that would
 // overflow int64 is an error on every dialect, never a wrapped or REAL
-// value); and error classes: a unique violation is core.ErrConflict, a
-// deadlock, serialization failure or busy database is retried where the
-// operation is safe to repeat and is core.ErrContention otherwise, a value
-// the database refuses is core.ErrInvalid.
+// value); and error classes (errors.go, the one place that decides them):
+// a unique violation is core.ErrConflict, a deadlock, serialization
+// failure or busy database is retried where the operation is safe to
+// repeat and is core.ErrContention otherwise, a value the database refuses
+// is core.ErrInvalid.
+//
+// A failure to reach or use the database is classed by what happened, at
+// open and at every call: core.ErrUnavailable when it cannot be reached or
+// is not serving (connection refused, reset or timed out; PostgreSQL's
+// connection exceptions, shutdown, cannot_connect_now, too many
+// connections; MySQL's too many connections, server shutdown, and
+// Galera's 1047 "WSREP has not yet prepared node" and 1180 "not connected
+// to Primary Component"; SQLite's cannot open), core.ErrAuth when it
+// refuses the credentials (PostgreSQL 28000/28P01, MySQL 1044/1045/1698),
+// and core.ErrWrongDatabase when a server of another family answers (a
+// MySQL pool opened as Postgres, a file that is not an SQLite database).
+// Any other failure at open, such as a DSN the driver cannot parse, is the
+// driver's error without a class. A limiter takes ErrUnavailable and
+// ErrAuth through its failure policy, like any storage failure.
 //
 // The ORM adapters (gorm, bun, ent) and the pgx adapter are executors: they
 // hand the engine their way to run a statement and a transaction

@@ -2,6 +2,7 @@ package sluicesql
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -25,9 +26,9 @@ func (a *Adapter) probe(ctx context.Context) error {
 	case SQLite:
 		q = "SELECT sqlite_version()"
 	}
-	rec, err := a.queryOne(ctx, q, nil)
+	rec, err := retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, nil) })
 	if err != nil {
-		return fmt.Errorf("%w: %s: the database does not answer as %s (%s): %w", core.ErrUnsupported, a.e.name(), d, q, err)
+		return a.openErr(q, err)
 	}
 	var version string
 	for _, v := range rec {
@@ -50,7 +51,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 		f.UpdateReturning, f.InsertReturning = true, true
 	case MySQL:
 		if strings.Contains(version, "PostgreSQL") {
-			return fmt.Errorf("%w: %s: the database is PostgreSQL (%s), not mysql (MySQL or MariaDB)", core.ErrUnsupported, a.e.name(), version)
+			return fmt.Errorf("%s: the database is PostgreSQL (%s), not mysql (MySQL or MariaDB): %w", a.e.name(), version, core.ErrWrongDatabase)
 		}
 		f.MariaDB = strings.Contains(strings.ToLower(version), "mariadb")
 		f.InsertReturning = f.MariaDB && atLeast(version, 10, 5)
@@ -60,6 +61,25 @@ func (a *Adapter) probe(ctx context.Context) error {
 		a.probeMySQL(ctx)
 	}
 	return nil
+}
+
+// openErr says why the probe at open failed, in the class of what
+// happened: the database unreachable (core.ErrUnavailable), the
+// credentials refused (core.ErrAuth), a server of another family
+// (core.ErrWrongDatabase), a database busy past the retries
+// (core.ErrContention); any other failure, such as a DSN the driver cannot
+// parse, is the driver's error as it is.
+func (a *Adapter) openErr(q string, err error) error {
+	name, d := a.e.name(), a.e.features.Dialect
+	switch {
+	case errors.Is(err, core.ErrUnavailable):
+		return fmt.Errorf("%s: cannot reach the %s database: %w", name, d, err)
+	case errors.Is(err, core.ErrAuth):
+		return fmt.Errorf("%s: the %s database refused the credentials: %w", name, d, err)
+	case errors.Is(err, core.ErrWrongDatabase):
+		return fmt.Errorf("%s: the database does not answer as %s (%s): %w", name, d, q, err)
+	}
+	return fmt.Errorf("%s: opening the %s database (%s): %w", name, d, q, err)
 }
 
 // checkMySQLTimes refuses a connection that reads DATETIME values in

@@ -19,4 +19,18 @@ var (
 	// ErrSchema reports a table that lacks what exact decisions depend on,
 	// such as the unique index on a rate-limit key (see core.DB.CheckSchema).
 	ErrSchema = errors.New("schema unfit for exact decisions")
+	// ErrUnavailable reports that the database cannot be reached or is not
+	// serving: a connection refused, reset or timed out, a server shutting
+	// down or out of connections, a cluster node not ready or outside the
+	// primary component (Galera's errors 1047 and 1180). It is an outage,
+	// not a bug: retry later, or on another node.
+	ErrUnavailable = errors.New("database unavailable")
+	// ErrAuth reports that the database refused the connection's
+	// credentials: a wrong user or password, or a user not allowed to
+	// connect to this database from this host.
+	ErrAuth = errors.New("database authentication refused")
+	// ErrWrongDatabase reports a database of another family than the one
+	// the adapter was opened for, such as a MySQL server opened as
+	// PostgreSQL.
+	ErrWrongDatabase = errors.New("wrong database family")
 )

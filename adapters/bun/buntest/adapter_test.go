@@ -646,8 +646,8 @@ func TestDialects(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := sluicebun.New(db); !errors.Is(err, core.ErrUnsupported) {
-		t.Fatalf("pgdialect on MySQL = %v, want ErrUnsupported", err)
+	if _, err := sluicebun.New(db); !errors.Is(err, core.ErrWrongDatabase) {
+		t.Fatalf("pgdialect on MySQL = %v, want ErrWrongDatabase", err)
 	}
 }
 

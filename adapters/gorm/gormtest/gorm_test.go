@@ -63,8 +63,8 @@ func TestNewRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sluicegorm.New(mismatch); !errors.Is(err, core.ErrUnsupported) {
-		t.Errorf("New with the postgres dialector on SQLite = %v, want ErrUnsupported", err)
+	if _, err := sluicegorm.New(mismatch); !errors.Is(err, core.ErrWrongDatabase) {
+		t.Errorf("New with the postgres dialector on SQLite = %v, want ErrWrongDatabase", err)
 	}
 }
 

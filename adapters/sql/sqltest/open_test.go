@@ -31,8 +31,8 @@ func TestNewRefusesDialectMismatch(t *testing.T) {
 					}
 					continue
 				}
-				if !errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), d.String()) {
-					t.Errorf("a %s database opened as %s: err = %v, want ErrUnsupported naming %s", b.name, d, err, d)
+				if !errors.Is(err, core.ErrWrongDatabase) || errors.Is(err, core.ErrUnsupported) || !strings.Contains(err.Error(), d.String()) {
+					t.Errorf("a %s database opened as %s: err = %v, want ErrWrongDatabase naming %s", b.name, d, err, d)
 				}
 			}
 		})
