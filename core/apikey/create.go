@@ -2,8 +2,10 @@ package apikey
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -216,4 +218,39 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 	}
 	m.changed(ctx, start, Event{Kind: Created, Key: key})
 	return plaintext, key, nil
+}
+
+const letters = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+// randomLetters returns n letters drawn uniformly from crypto/rand.
+func randomLetters(n int) (string, error) {
+	out := make([]byte, 0, n)
+	buf := make([]byte, n+n/4)
+	for len(out) < n {
+		if _, err := rand.Read(buf); err != nil {
+			return "", fmt.Errorf("apikey: reading random bytes: %w", err)
+		}
+		for _, b := range buf {
+			// 208 = 4 × 52: rejecting larger bytes keeps every letter
+			// equally likely.
+			if b < 208 && len(out) < n {
+				out = append(out, letters[int(b)%len(letters)])
+			}
+		}
+	}
+	return string(out), nil
+}
+
+// checkPrefix accepts 1 to MaxPrefixLength letters, digits, '_' or '-'
+// (or the empty prefix): characters that survive headers, URLs and logs.
+func checkPrefix(p string) error {
+	if len(p) > MaxPrefixLength {
+		return invalidf("prefix %q is longer than %d characters", p, MaxPrefixLength)
+	}
+	for i, r := range p {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return invalidf("prefix %q has %q at byte %d: only letters, digits, '_' and '-' are allowed", p, r, i)
+		}
+	}
+	return nil
 }

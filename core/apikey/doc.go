@@ -63,4 +63,41 @@
 // A [Manager] on a database checks its table with [Manager.CheckSchema]
 // before its first verification or creation; call it at start-up to fail
 // early.
+//
+// # Design: the walk of one verification
+//
+// A [Manager] validates, converts and reports; a store keeps the keys:
+// dbStore for [New] (database*.go, with its remembered keys in
+// keycache.go and cached mode's shared cache in cache.go) or storageStore
+// for [NewStorageOnly] (storage*.go), behind the store interface of
+// store.go. Each store owns its data and its caches; nothing forwards.
+// A verification in database mode, file by file:
+//
+//  1. verify.go: [Manager.Verify] applies the [VerifyOption]s, hashes the
+//     key (key.go's [Hash]) and, after manager.go's ready (the schema
+//     check of database.go, once), calls the store's verify.
+//  2. database_verify.go: dbStore.verify takes the key as remembered
+//     (keycache.go) and tries its guarded write at once; otherwise, or on
+//     a miss, it reads the key (database.go's read, through the shared
+//     cache of cache.go in cached mode; key.go's fromRow), decides with
+//     keystore.Decide (keystore/claim.go) and sends the guarded write that
+//     consumeRequest builds, whose returned row it remembers.
+//  3. verify.go: the answer, a [Result] built from the key as stored
+//     (key.go's toKey).
+//
+// A verification that names limits goes from database_verify.go to
+// database_limits.go; one in storage-only mode from verify.go to
+// storage_verify.go, whose claim the storage applies as keystore.Apply
+// does. Rerolling is database_reroll.go and storage_reroll.go, owner
+// limits database_limits.go and storage_owner.go; reroll.go, owner.go,
+// create.go and manage.go hold the Manager's side of each.
+//
+// The read path above crosses 7 files of this package (verify.go,
+// manager.go, key.go, database.go, database_verify.go, keycache.go and
+// cache.go, whose methods return at once on a manager without
+// [WithCache]) and 3 of keystore (claim.go, limits.go, key.go); the
+// remembered path, one round trip, 6 and 3. Before the stores were types
+// the read path crossed 11 and 3 (verify.go, manager.go, hash.go,
+// backend.go, keycache.go, database.go, reroll.go, key.go,
+// permissions.go, limits.go, result.go), the remembered path 9 and 3.
 package apikey

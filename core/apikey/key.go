@@ -1,6 +1,8 @@
 package apikey
 
 import (
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -29,6 +31,28 @@ const (
 	// MaxPageSize is the most keys one [Manager.ListPage] returns.
 	MaxPageSize = 1000
 )
+
+// hashBuf holds any key that Create makes (a prefix and KeyLength letters)
+// on the stack while it is hashed.
+const hashBuf = MaxPrefixLength + KeyLength
+
+// Hash returns the stored form of a plaintext key: SHA-256, base64url
+// without padding. It is Better Auth's default, so keys created by either
+// verify with the other.
+func Hash(key string) string {
+	var sum [sha256.Size]byte
+	if len(key) <= hashBuf {
+		// Copied to the stack: converting a key longer than 32 bytes
+		// would allocate.
+		var buf [hashBuf]byte
+		sum = sha256.Sum256(append(buf[:0], key...))
+	} else {
+		sum = sha256.Sum256([]byte(key))
+	}
+	var out [43]byte // base64 of 32 bytes, unpadded: encoded here, one allocation for the string
+	base64.RawURLEncoding.Encode(out[:], sum[:])
+	return string(out[:])
+}
 
 // Key is an API key as the caller sees it. The plaintext key is never part
 // of it: only [Manager.Create] returns that, once.
@@ -122,6 +146,27 @@ func toKey(s *keystore.Key) (*Key, error) {
 	}
 	k.Limits = usage(s)
 	return k, nil
+}
+
+// usage is the key's named limits with their counters, as Key.Limits.
+func usage(s *keystore.Key) map[string]LimitUsage {
+	cfg := s.LimitConfigs()
+	if len(cfg) == 0 {
+		return nil
+	}
+	counts := s.LimitCounters()
+	out := make(map[string]LimitUsage, len(cfg))
+	for name, l := range cfg {
+		u := LimitUsage{NamedLimit: NamedLimit{Max: l.Max, Window: time.Duration(l.Window) * time.Millisecond}}
+		if c, ok := counts[name]; ok {
+			u.Count = c.Count
+			if c.Start != 0 {
+				u.WindowStart = time.UnixMilli(c.Start).UTC()
+			}
+		}
+		out[name] = u
+	}
+	return out
 }
 
 // storedRow is a keystore.Key with room for what its pointers point to, so

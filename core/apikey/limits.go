@@ -96,27 +96,6 @@ func LimitCost(name string, cost int64) VerifyOption {
 func limitRowKey(id int64, name string) string  { return strconv.FormatInt(id, 10) + ":" + name }
 func ownerRowKey(ownerHash, name string) string { return "o:" + ownerHash + ":" + name }
 
-// usage is the key's named limits with their counters, as Key.Limits.
-func usage(s *keystore.Key) map[string]LimitUsage {
-	cfg := s.LimitConfigs()
-	if len(cfg) == 0 {
-		return nil
-	}
-	counts := s.LimitCounters()
-	out := make(map[string]LimitUsage, len(cfg))
-	for name, l := range cfg {
-		u := LimitUsage{NamedLimit: NamedLimit{Max: l.Max, Window: time.Duration(l.Window) * time.Millisecond}}
-		if c, ok := counts[name]; ok {
-			u.Count = c.Count
-			if c.Start != 0 {
-				u.WindowStart = time.UnixMilli(c.Start).UTC()
-			}
-		}
-		out[name] = u
-	}
-	return out
-}
-
 // configText is the stored Limits text of limits, nil for none.
 func configText(limits map[string]NamedLimit) *string {
 	cfg := make(map[string]keystore.LimitConfig, len(limits))

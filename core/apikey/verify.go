@@ -1,9 +1,13 @@
 package apikey
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"slices"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
@@ -97,6 +101,135 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 		return invalid(), nil
 	}
 	return m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
+}
+
+// Code identifies the outcome of a verification: "" when valid, else a
+// denial. The values are stable and are those of Better Auth, so clients
+// can share their handling. Code.Status is the HTTP status and
+// Code.Message a sentence for people.
+type Code = keystore.Code
+
+// The denial codes. A successful verification has the empty code.
+const (
+	CodeInvalid       = keystore.Invalid // unknown key (or deleted during verification)
+	CodeDisabled      = keystore.Disabled
+	CodeExpired       = keystore.Expired
+	CodeUsageExceeded = keystore.UsageExceeded // quota exhausted
+	CodeRateLimited   = keystore.RateLimited   // the key's rate limit or one of its named limits reached
+	// CodeForbidden: the key lacks a permission the request requires (see
+	// [Permissions] and [AnyPermission]).
+	CodeForbidden = keystore.Forbidden
+)
+
+// Result is the outcome of [Manager.Verify]. A denial is a Result with
+// Valid == false, never an error.
+type Result struct {
+	Valid      bool
+	Code       Code          // "" when valid
+	Status     int           // the HTTP status: 200 when valid, else Code.Status()
+	TryAgainIn time.Duration // for CodeRateLimited, and CodeUsageExceeded before a refill; 0 otherwise
+	// Key is the key after the verification's write when valid, the key as
+	// read when denied, and nil when the key is unknown.
+	Key *Key
+	// DeniedBy names the limit that denied a verification answered
+	// CodeRateLimited or CodeUsageExceeded, "" for every other answer:
+	//   - "rateLimit": the key's rate limit ([CreateParams.RateLimit]; a
+	//     key created without one has the manager's default, 10
+	//     verifications per 24 hours unless [WithDefaultRateLimit] says
+	//     otherwise);
+	//   - "remaining": the key's quota ([CreateParams.Remaining]);
+	//   - "limit:NAME": the key's named limit NAME ([LimitCost]);
+	//   - "ownerLimit:NAME": the named limit NAME of the key's owner,
+	//     shared by all their keys ([Manager.SetOwnerLimits]).
+	DeniedBy string
+}
+
+// denied is a denial with code; limit and owner name the named limit that
+// denied, as keystore.Plan and keystore.Result do.
+func denied(code Code, tryAgainMs int64, limit string, owner bool, k *Key) Result {
+	r := Result{Code: code, Status: code.Status(), TryAgainIn: time.Duration(tryAgainMs) * time.Millisecond, Key: k}
+	switch {
+	case code == CodeUsageExceeded:
+		r.DeniedBy = "remaining"
+	case code != CodeRateLimited:
+	case limit == "":
+		r.DeniedBy = "rateLimit"
+	case owner:
+		r.DeniedBy = "ownerLimit:" + limit
+	default:
+		r.DeniedBy = "limit:" + limit
+	}
+	return r
+}
+
+// invalid is the answer for a key that no stored key answers to.
+func invalid() Result { return denied(CodeInvalid, 0, "", false, nil) }
+
+func allowed(k *Key) Result { return Result{Valid: true, Status: http.StatusOK, Key: k} }
+
+// required is what a verification asks of a key's permissions: every one
+// of all, and at least one of any when any is not empty.
+type required struct {
+	all, any []keystore.Permission
+}
+
+// claim is the keystore.Request of a verification at now (epoch ms) that
+// spends cost and the named limits spend and requires r (nil: nothing).
+func (r *required) claim(now, cost int64, spend []keystore.LimitSpend) keystore.Request {
+	req := keystore.Request{Now: now, Cost: cost, Limits: spend}
+	if r != nil {
+		req.RequireAll, req.RequireAny = r.all, r.any
+	}
+	return req
+}
+
+// none reports whether r asks for nothing.
+func (r *required) none() bool { return r == nil || (len(r.all) == 0 && len(r.any) == 0) }
+
+// flatten lists a resource → actions map as permissions, in a stable
+// order, refusing empty names.
+func flatten(what string, p map[string][]string) ([]keystore.Permission, error) {
+	if len(p) == 0 {
+		return nil, invalidf("%s: no permission given", what)
+	}
+	if err := checkPermissions(p); err != nil {
+		return nil, invalidf("%s: %v", what, err)
+	}
+	var out []keystore.Permission
+	for res, actions := range p {
+		if len(actions) == 0 {
+			return nil, invalidf("%s: resource %q lists no action", what, res)
+		}
+		for _, a := range actions {
+			out = append(out, keystore.Permission{Resource: res, Action: a})
+		}
+	}
+	slices.SortFunc(out, func(a, b keystore.Permission) int {
+		return cmp.Or(cmp.Compare(a.Resource, b.Resource), cmp.Compare(a.Action, b.Action))
+	})
+	return slices.Compact(out), nil
+}
+
+// Permissions requires the key to hold every listed action (resource →
+// actions). A key that lacks one is denied with CodeForbidden before
+// anything is spent. Given with [AnyPermission], both must hold.
+func Permissions(all map[string][]string) VerifyOption {
+	ps, err := flatten("Permissions", all)
+	ps = slices.Clip(ps) // an append never writes into the option's list
+	return func(o *verifyOptions) {
+		o.req.all, o.err = append(o.req.all, ps...), cmp.Or(o.err, err)
+	}
+}
+
+// AnyPermission requires the key to hold at least one listed action
+// (resource → actions). A key that holds none is denied with
+// CodeForbidden before anything is spent.
+func AnyPermission(any map[string][]string) VerifyOption {
+	ps, err := flatten("AnyPermission", any)
+	ps = slices.Clip(ps)
+	return func(o *verifyOptions) {
+		o.req.any, o.err = append(o.req.any, ps...), cmp.Or(o.err, err)
+	}
 }
 
 // afterWrite classifies an error that came back from a write that had
