@@ -21,9 +21,16 @@ type DB struct {
 	adapter driver.Adapter
 	schema  *Schema
 	native  driver.Incrementer // nil: use the fallback
-	txr     driver.Transactor  // nil: no transactions
-	inTx    bool               // bound to a transaction (made by InTx)
-	owned   bool               // the adapter's records are DB's to reuse (driver.RecordOwner)
+	// value answers IncrementValue when IncrementOne is native (nil: read
+	// the field from IncrementOne's row), and cheapValue is whether it
+	// takes fewer round trips than IncrementOne: both read once, where
+	// the adapter is wrapped (New, bind), as the one answer to "can this
+	// adapter return the value cheaply?".
+	value      driver.ValueIncrementer
+	cheapValue bool
+	txr        driver.Transactor // nil: no transactions
+	inTx       bool              // bound to a transaction (made by InTx)
+	owned      bool              // the adapter's records are DB's to reuse (driver.RecordOwner)
 }
 
 // ownsRecords reports whether a's records are DB's to reuse.
@@ -82,6 +89,7 @@ func New(a driver.Adapter, opts ...Option) (*DB, error) {
 	if inc, ok := a.(driver.Incrementer); ok && !o.forceFallbck {
 		db.native = inc
 	}
+	db.value, db.cheapValue = valueIncrementer(db.native, a)
 	if db.native == nil && db.txr == nil {
 		return nil, &Error{Op: "New", Kind: ErrUnsupported,
 			Err: fmt.Errorf("adapter %T implements neither IncrementOne nor Transaction, so IncrementOne cannot be made atomic", a)}
@@ -365,6 +373,11 @@ func (db *DB) bind(tx driver.Adapter) *DB {
 	}
 	if db.native != nil {
 		inner.native, _ = tx.(driver.Incrementer)
+	}
+	// The transaction adapter runs on the wrapped adapter's connection:
+	// whether the value is cheap was decided when that was wrapped.
+	if inner.value, _ = valueIncrementer(inner.native, tx); inner.value != nil {
+		inner.cheapValue = db.cheapValue
 	}
 	return inner
 }

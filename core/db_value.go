@@ -9,13 +9,19 @@ import (
 // NativeValueIncrement reports whether [DB.IncrementValue] runs on the
 // adapter's [driver.ValueIncrementer] in fewer round trips than IncrementOne
 // (see ValueIncrementSaves); when it is false a caller needing more than
-// the one value should call IncrementOne.
-func (db *DB) NativeValueIncrement() bool {
-	if db == nil || db.native == nil {
-		return false
+// the one value should call IncrementOne. It is decided once, when the
+// adapter is wrapped ([New]): an adapter that later loses its cheap path
+// still answers IncrementValue, by IncrementOne's row.
+func (db *DB) NativeValueIncrement() bool { return db != nil && db.cheapValue }
+
+// valueIncrementer returns a's value increment and whether it saves round
+// trips, when IncrementOne is native; nil otherwise.
+func valueIncrementer(native driver.Incrementer, a driver.Adapter) (driver.ValueIncrementer, bool) {
+	vi, ok := a.(driver.ValueIncrementer)
+	if !ok || native == nil {
+		return nil, false
 	}
-	vi, ok := db.adapter.(driver.ValueIncrementer)
-	return ok && vi.ValueIncrementSaves()
+	return vi, vi.ValueIncrementSaves()
 }
 
 // IncrementValue is [DB.IncrementOne] for a request whose Increment has
@@ -40,13 +46,13 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	for f, d := range req.Increment {
 		field, by = f, d
 	}
-	vi, native := db.adapter.(driver.ValueIncrementer)
+	vi := db.value
 	var c driver.Column
 	var found bool
 	if t, ok := db.schema.Table(req.Model); ok {
 		c, found = t.Column(field)
 	}
-	if !native || db.native == nil || by == 0 || !found || c.Field.Nullable || c.Field.Type != TypeInt || c.Field.Primary {
+	if vi == nil || by == 0 || !found || c.Field.Nullable || c.Field.Type != TypeInt || c.Field.Primary {
 		row, ok, err := db.IncrementOne(ctx, req)
 		if err != nil || !ok {
 			return 0, false, err

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-
-	"github.com/sluice-go/sluice/core"
 )
 
 // combiner folds the concurrent decisions of one process on one key into
@@ -177,41 +175,30 @@ func (c *combiner) run(lk lineKey, ws []*waiter, attempts int) {
 }
 
 // decide claims, in as few guarded writes as it can, the units of every
-// caller in ws that fits, and denies the others.
+// caller in ws that fits, and denies the others. Each claim goes through
+// the counter-row protocol (counterrow.go), which keeps what it learns of
+// the row, and the attempts, from one claim to the next.
 func (c *combiner) decide(ctx context.Context, lk lineKey, ws []*waiter, attempts int) {
-	rule, mode := lk.rule, lk.mode
-	w := rule.Window.Milliseconds()
+	rule := lk.rule
 	now := ws[0].now
 	for _, x := range ws[1:] {
 		now = max(now, x.now)
 	}
+	r := c.s.newClaim(lk.key, rule, lk.mode, now, attempts)
 	pending := slices.Clone(ws)
-	fail := func(err error) {
-		for _, x := range pending {
-			x.err = err
-		}
-	}
-	var (
-		known       bool  // count and last are a state of the row in a window live at now
-		count, last int64 //
-		misses      int   // claims sized on a known state that matched nothing: lost races
-	)
 	for len(pending) > 0 {
 		room := rule.Max // unknown: try everyone who could fit at all
-		if known {
+		if r.known {
 			// Whoever does not fit the state seen is denied at that state,
 			// as a lone request would be there.
 			pending = slices.DeleteFunc(pending, func(x *waiter) bool {
-				if x.cost > rule.Max-count {
-					x.st = state{count: count, reset: last + w}
+				if x.cost > rule.Max-r.count {
+					x.st = state{count: r.count, reset: r.last + r.w}
 					return true
 				}
 				return false
 			})
-			if len(pending) == 0 {
-				return
-			}
-			room = rule.Max - count
+			room = rule.Max - r.count
 		}
 		// Claim the callers that fit the room, in arrival order; each of
 		// them fits alone, so at least one is claimed. The sum stays at most
@@ -226,93 +213,27 @@ func (c *combiner) decide(ctx context.Context, lk lineKey, ws []*waiter, attempt
 				rest = append(rest, x)
 			}
 		}
-		inc := core.IncrementRequest{
-			Model:     model,
-			Where:     []core.Where{core.Eq("key", lk.key), core.Gt("lastRequest", now-w), core.Lte("count", c.bound(rule.Max, k))},
-			Increment: map[string]int64{"count": k},
-		}
-		if mode == BetterAuthWindow {
-			inc.Set = map[string]any{"lastRequest": now}
-		}
-		var (
-			row core.Row
-			ok  bool
-			err error
-		)
-		// With a native IncrementValue (MySQL) the claim needs the new
-		// count alone when the window's start is known: the guard on
-		// lastRequest equal to it proves it (see dbStorage.starts).
-		start, startKnown := last, known
-		if !startKnown && mode != BetterAuthWindow {
-			start, startKnown = c.s.start(lk.key, now, w)
-		}
-		if value := c.s.db.NativeValueIncrement(); value && (startKnown || mode == BetterAuthWindow) {
-			if mode != BetterAuthWindow {
-				inc.Where[1] = core.Eq("lastRequest", start)
-			}
-			var n int64
-			n, ok, err = c.s.db.IncrementValue(ctx, inc)
-			if ok {
-				if mode == BetterAuthWindow {
-					start = now
-				}
-				row = core.Row{"count": n, "lastRequest": start}
-			} else if err == nil && mode != BetterAuthWindow {
-				c.s.forget(lk.key)
-			}
-		} else {
-			row, ok, err = c.s.db.IncrementOne(ctx, inc)
-			if ok && value {
-				c.s.remember(lk.key, row.Int("lastRequest"), w, now)
-			}
-		}
-		switch {
-		case lostRace(err):
-			known = false
-			misses++
-		case err != nil:
-			fail(err)
-			return
-		case ok:
-			// The claimed callers, served one after another in arrival order,
-			// took the count from total − k to total.
-			count, last, known = row.Int("count"), row.Int("lastRequest"), true
-			n := count - k
-			for _, x := range claim {
-				n += x.cost
-				x.st = state{allowed: true, count: n, reset: last + w}
-			}
-			pending = rest
-			continue
-		default:
-			if known {
-				misses++
-			}
-		}
-		if misses >= attempts {
-			fail(fmt.Errorf("%w: still losing races after %d attempts", core.ErrContention, attempts))
+		if len(claim) == 0 {
 			return
 		}
-		row, ok, err = c.s.db.FindOne(ctx, model, core.Eq("key", lk.key))
+		ok, err := c.s.claim(ctx, &r, k, c.bound(rule.Max, k))
 		if err != nil {
-			fail(err)
+			for _, x := range pending {
+				x.err = err
+			}
 			return
 		}
-		if ok && now-row.Int("lastRequest") < w {
-			count, last, known = row.Int("count"), row.Int("lastRequest"), true
-			c.s.remember(lk.key, last, w, now)
-			continue
+		if !ok {
+			continue // r holds a state the claim does not fit: split again
 		}
-		// No live window: the first caller opens one on the ordinary path,
-		// and the others claim in it.
-		x := pending[0]
-		pending = pending[1:]
-		x.st, x.err = c.s.consume(ctx, lk.key, rule, x.cost, now, mode, attempts)
-		if x.err != nil {
-			fail(x.err)
-			return
+		// The claimed callers, served one after another in arrival order,
+		// took the count from total − k to total.
+		n := r.count - k
+		for _, x := range claim {
+			n += x.cost
+			x.st = state{allowed: true, count: n, reset: r.last + r.w}
 		}
-		known = false
+		pending = rest
 	}
 }
 

@@ -2,8 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -98,6 +96,7 @@ func (s *dbStorage) fits(key string) error {
 	return nil
 }
 
+// consume decides a lone request: a claim of cost units (counterrow.go).
 func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
 	if err := s.fits(key); err != nil {
 		return state{}, err
@@ -105,133 +104,12 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 	if err := s.ready(ctx); err != nil {
 		return state{}, err
 	}
-	w := rule.Window.Milliseconds()
-	// value: the adapter answers the new count alone, in fewer round trips
-	// than the row (MySQL); the window's start then comes from starts.
-	// Elsewhere a start remembered from an earlier row still lets the write
-	// return the count alone, which costs the driver less than the row.
-	value := s.db.NativeValueIncrement()
-	var start int64 // the start of the live window, when known
-	known := false
-	if m != BetterAuthWindow {
-		start, known = s.start(key, now, w)
+	r := s.newClaim(key, rule, m, now, attempts)
+	ok, err := s.claim(ctx, &r, cost, rule.Max-cost)
+	if err != nil {
+		return state{}, err
 	}
-	for i := 0; i < attempts; {
-		if err := ctx.Err(); err != nil {
-			return state{}, err
-		}
-		// The in-window increment first: in steady state it is the only
-		// round trip of an allowed request.
-		switch {
-		case known || (value && m == BetterAuthWindow):
-			sc := requests.Get().(*request)
-			inc := core.IncrementRequest{Model: model, Increment: sc.inc}
-			sc.inc["count"] = cost
-			if m == BetterAuthWindow {
-				inc.Where = append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost))
-				sc.set["lastRequest"] = now
-				inc.Set = sc.set
-			} else {
-				// Equal to the start seen: a match proves the start, and a
-				// start seen live at now is live (now - start < w).
-				inc.Where = append(sc.where[:0], core.Eq("key", key), core.Eq("lastRequest", start), core.Lte("count", rule.Max-cost))
-			}
-			count, ok, err := s.db.IncrementValue(ctx, inc)
-			sc.release()
-			i++
-			switch {
-			case lostRace(err):
-				continue
-			case err != nil:
-				return state{}, err
-			case ok && m == BetterAuthWindow:
-				return state{allowed: true, count: count, reset: now + w}, nil
-			case ok:
-				return state{allowed: true, count: count, reset: start + w}, nil
-			}
-			s.forget(key)
-			known = false
-		case !value:
-			sc := requests.Get().(*request)
-			inc := core.IncrementRequest{
-				Model:     model,
-				Where:     append(sc.where[:0], core.Eq("key", key), core.Gt("lastRequest", now-w), core.Lte("count", rule.Max-cost)),
-				Increment: sc.inc,
-			}
-			sc.inc["count"] = cost
-			if m == BetterAuthWindow {
-				sc.set["lastRequest"] = now
-				inc.Set = sc.set
-			}
-			row, ok, err := s.db.IncrementOne(ctx, inc)
-			sc.release()
-			i++
-			switch {
-			case lostRace(err):
-				continue
-			case err != nil:
-				return state{}, err
-			case ok:
-				if m != BetterAuthWindow { // lastRequest is the window's start
-					s.remember(key, row.Int("lastRequest"), w, now)
-				}
-				return state{allowed: true, count: row.Int("count"), reset: row.Int("lastRequest") + w}, nil
-			}
-		}
-
-		row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))
-		if err != nil {
-			return state{}, err
-		}
-		if !ok {
-			// A fresh key. A unique conflict means a concurrent opener won:
-			// decide again on its row. The next attempt starts with the
-			// in-window increment, which is the decision for a row with room,
-			// and reads the row only if that misses.
-			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": cost, "lastRequest": now}); err != nil {
-				if errors.Is(err, core.ErrConflict) {
-					if value {
-						i++ // a lost race; without value the increment counted it
-					}
-					continue
-				}
-				return state{}, err
-			}
-			s.remember(key, now, w, now)
-			return state{allowed: true, count: cost, reset: now + w}, nil
-		}
-		count, last := row.Int("count"), row.Int("lastRequest")
-		switch {
-		case now-last >= w:
-			// The window is over. Guarding on the start read lets exactly one
-			// concurrent caller reset; the others find the new window.
-			_, ok, err := s.db.IncrementOne(ctx, core.IncrementRequest{
-				Model: model,
-				Where: []core.Where{core.Eq("key", key), core.Lte("lastRequest", last)},
-				Set:   map[string]any{"count": cost, "lastRequest": now},
-			})
-			switch {
-			case lostRace(err):
-			case err != nil:
-				return state{}, err
-			case ok:
-				s.remember(key, now, w, now)
-				return state{allowed: true, count: cost, reset: now + w}, nil
-			}
-			if value {
-				i++ // lost the reset: that counts as a lost race
-			}
-		case count > rule.Max-cost:
-			s.remember(key, last, w, now)
-			return state{count: count, reset: last + w}, nil
-		default:
-			// Room in a live window (a first visit, or the row changed
-			// since the increment): increment guarded on this start.
-			start, known = last, true
-			s.remember(key, last, w, now)
-		}
-	}
-	return state{}, fmt.Errorf("%w: still losing races after %d attempts", core.ErrContention, attempts)
+	return state{allowed: ok, count: r.count, reset: r.last + r.w}, nil
 }
 
 // maxRememberedStarts bounds the window starts a database storage keeps
