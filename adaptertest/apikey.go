@@ -1,12 +1,11 @@
 package adaptertest
 
 import (
-	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -21,56 +20,42 @@ const (
 	apiKeyRateCallers     = 20
 )
 
-// apiKeyBody is one API-key race, run once per round on a key of its own.
-type apiKeyBody struct {
-	name     string
-	contract string
-	run      func(ctx context.Context, r *apiKeyRound) error
-	rounds   int // 0: raceRounds
-	// nativeOnly leaves out the variants on core's transaction fallback.
-	// Named limits write inside a transaction of their own, where the
-	// fallback's re-reads on MySQL see that transaction's snapshot, not the
-	// writes that beat it, so each lost race costs a whole transaction:
-	// exact, but too slow to race 50 callers through. A reroll changes no
-	// counter, so on the fallback its race shows nothing that LastUnit's
-	// does not; core/apikey's tests cover both on the fallback.
-	nativeOnly bool
-	// optionalTables: the race needs the rerolledKey and apikeyLimit tables.
-	optionalTables bool
-}
+// The sentences of the contract the API-key races check.
+const (
+	ruleLastUnit          = "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0"
+	ruleRefillDue         = "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers"
+	ruleRateLimitLastSlot = "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota"
+	rulePermissionRevoked = "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota"
+	ruleNamedLimits       = "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98"
+	ruleOwnerLimits       = "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other"
+	ruleRerolled          = "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left"
+)
 
-// apiKeyScenarios are the API-key verifier's concurrent cases: every race
-// in every variant of [raceVariants] (one pool, several pools, and the
-// transaction fallback of each).
-func apiKeyScenarios() []scenario {
-	var out []scenario
-	for _, body := range []apiKeyBody{
-		{"LastUnit", "a key with remaining 1 verified by 50 concurrent callers admits exactly 1, answers usage exceeded to the other 49, and stores remaining 0", apiKeyLastUnit, 0, false, false},
-		{"RefillDue", "a key whose refill is due, verified by 20 concurrent callers, is refilled exactly once and admits exactly refillAmount callers", apiKeyRefillDue, 0, false, false},
-		{"RateLimitLastSlot", "a key one request short of its rate limit, verified by 20 concurrent callers, admits exactly 1, and its quota falls by exactly 1: rate-limited requests spend no quota", apiKeyRateLimitLastSlot, 0, false, false},
-		{"PermissionRevoked", "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota", apiKeyPermissionRevoked, 0, false, false},
-		// One round each: a transaction per caller (NamedLimits) and four
-		// phases of 50 callers (Rerolled) are slow, and one round of each
-		// already shows a broken implementation.
-		{"NamedLimits", "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98", apiKeyNamedLimits, 1, true, true},
-		{"OwnerLimits", "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other", apiKeyOwnerLimits, 1, true, true},
-		{"Rerolled", "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left", apiKeyRerolled, 1, true, true},
-	} {
-		for _, v := range raceVariants() {
-			if body.nativeOnly && !v.native {
-				continue
+// Named limits, owner limits and rerolls have no variants on core's
+// transaction fallback. Named limits write inside a transaction of their
+// own, where the fallback's re-reads on MySQL see that transaction's
+// snapshot, not the writes that beat it, so each lost race costs a whole
+// transaction: exact, but too slow to race 50 callers through. A reroll
+// changes no counter, so on the fallback its race shows nothing that
+// LastUnit's does not; core/apikey's tests cover both on the fallback.
+
+// keyRace runs an API-key race rounds times (once under -short), each on
+// fresh keys, with a manager per caller DB (f.callers).
+func keyRace(body func(context.Context, *apiKeyRound) error, rounds int) func(testing.TB, *Fixture) {
+	return func(t testing.TB, f *Fixture) {
+		if testing.Short() && f.needs&severalPools != 0 {
+			t.Skip("-short runs the single-pool variant of each race")
+		}
+		r, err := newAPIKeyRound(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for round := range roundsOf(rounds) {
+			if err := body(f.Ctx, r); err != nil {
+				t.Errorf("round %d: %v", round, err)
 			}
-			out = append(out, scenario{
-				name:             body.name + v.suffix,
-				contract:         body.contract,
-				needs:            v.needs,
-				run:              apiKeyRounder(body.run, v.dbs, roundsOf(cmp.Or(body.rounds, raceRounds))),
-				catchesNonAtomic: v.native,
-				optionalTables:   body.optionalTables,
-			})
 		}
 	}
-	return out
 }
 
 // apiKeyRound is what one round of a race gets: a manager per caller DB,
@@ -80,58 +65,47 @@ type apiKeyRound struct {
 	f       *Fixture
 	admin   *apikey.Manager
 	callers []*apikey.Manager
-	nowMs   *atomic.Int64
+	clock   *Clock
 	gate    *atomic.Pointer[readBarrier]
 	// limitGate, when armed, holds the reads of named limits instead.
 	limitGate *atomic.Pointer[readBarrier]
 }
 
-func (r *apiKeyRound) now() time.Time { return time.UnixMilli(r.nowMs.Load()).UTC() }
-
-// apiKeyRounder runs a race body rounds times, each on fresh keys.
-func apiKeyRounder(body func(context.Context, *apiKeyRound) error, dbsOf func(*Fixture) ([]*core.DB, error), rounds int) func(context.Context, *Fixture) error {
-	return func(ctx context.Context, f *Fixture) error {
-		dbs, err := dbsOf(f)
-		if err != nil {
-			return fmt.Errorf("opening the callers' DBs: %w", err)
-		}
-		r := &apiKeyRound{f: f, nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}, limitGate: &atomic.Pointer[readBarrier]{}}
-		r.nowMs.Store(time.Now().UnixMilli())
-		if r.admin, err = apikey.New(f.DB, apikey.WithClock(r.now)); err != nil {
-			return err
-		}
-		for _, db := range dbs {
-			// Every caller's first read waits at the barrier until all
-			// callers have read: they all decide from one snapshot, the
-			// worst interleaving for the guarded write to survive.
-			opts := []core.Option{core.WithSchema(f.Schema)}
-			if !db.NativeIncrement() {
-				opts = append(opts, core.WithFallback())
-			}
-			gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, rec driver.Record) {
-				if rec == nil { // a read of named limits
-					r.limitGate.Load().wait(ctx)
-					return
-				}
-				r.gate.Load().wait(ctx)
-			}), opts...)
-			if err != nil {
-				return err
-			}
-			m, err := apikey.New(gated, apikey.WithClock(r.now))
-			if err != nil {
-				return err
-			}
-			r.callers = append(r.callers, m)
-		}
-		var errs []error
-		for round := 0; round < rounds; round++ {
-			if err := body(ctx, r); err != nil {
-				errs = append(errs, fmt.Errorf("round %d: %w", round, err))
-			}
-		}
-		return errors.Join(errs...)
+// newAPIKeyRound makes the managers of a race: every caller's first read
+// waits at the barrier until all callers have read, so that they all
+// decide from one snapshot, the worst interleaving for the guarded write
+// to survive.
+func newAPIKeyRound(f *Fixture) (*apiKeyRound, error) {
+	dbs, err := f.callers()
+	if err != nil {
+		return nil, fmt.Errorf("opening the callers' DBs: %w", err)
 	}
+	r := &apiKeyRound{f: f, clock: NewClock(time.Now().Truncate(time.Millisecond)), gate: &atomic.Pointer[readBarrier]{}, limitGate: &atomic.Pointer[readBarrier]{}}
+	if r.admin, err = apikey.New(f.DB, apikey.WithClock(r.clock.Now)); err != nil {
+		return nil, err
+	}
+	for _, db := range dbs {
+		opts := []core.Option{core.WithSchema(f.Schema)}
+		if !db.NativeIncrement() {
+			opts = append(opts, core.WithFallback())
+		}
+		gated, err := core.New(hookRead(db.Adapter(), func(ctx context.Context, rec driver.Record) {
+			if rec == nil { // a read of named limits
+				r.limitGate.Load().wait(ctx)
+				return
+			}
+			r.gate.Load().wait(ctx)
+		}), opts...)
+		if err != nil {
+			return nil, err
+		}
+		m, err := apikey.New(gated, apikey.WithClock(r.clock.Now))
+		if err != nil {
+			return nil, err
+		}
+		r.callers = append(r.callers, m)
+	}
+	return r, nil
 }
 
 // readBarrier holds the first n reads, once done, until all n have arrived
@@ -442,7 +416,7 @@ func apiKeyRerolled(ctx context.Context, r *apiKeyRound) error {
 	if err := r.expectStored(ctx, k.ID, 0, 0); err != nil {
 		return err
 	}
-	r.nowMs.Add(apiKeyRerollGrace.Milliseconds())
+	r.clock.Advance(apiKeyRerollGrace)
 	if _, err := r.admin.Update(ctx, k.ID, apikey.UpdateParams{Remaining: ptrInt(apiKeyRerollAfter)}); err != nil {
 		return err
 	}
@@ -467,8 +441,8 @@ func apiKeyRefillDue(ctx context.Context, r *apiKeyRound) error {
 	if err != nil {
 		return err
 	}
-	r.nowMs.Add((2 * time.Hour).Milliseconds())
-	refillAt := r.now()
+	r.clock.Advance(2 * time.Hour)
+	refillAt := r.clock.Now()
 	o := r.verifyConcurrently(ctx, plaintext, apiKeyRefillCallers)
 	if err := o.expect(map[apikey.Code]int{"": amount, apikey.CodeUsageExceeded: apiKeyRefillCallers - amount}); err != nil {
 		return err

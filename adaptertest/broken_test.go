@@ -3,7 +3,6 @@ package adaptertest
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"runtime"
 	"sort"
@@ -311,99 +310,6 @@ func (h brokenHarness) Capabilities() Capabilities {
 
 func (h brokenHarness) Close() {}
 
-// recorder is a testing.TB that records failures and skips instead of
-// reporting them, so that a test can assert that a case fails. FailNow and
-// SkipNow end the calling goroutine, as testing.T's do; everything else
-// (Helper, Logf, Cleanup, Name) is the real test's.
-type recorder struct {
-	testing.TB
-	mu       sync.Mutex
-	messages []string
-	failed   bool
-	skipped  bool
-}
-
-func (r *recorder) note(failed bool, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if failed {
-		r.failed = true
-	} else {
-		r.skipped = true
-	}
-	if msg != "" {
-		r.messages = append(r.messages, msg)
-	}
-}
-
-func (r *recorder) Fail()                             { r.note(true, "") }
-func (r *recorder) FailNow()                          { r.note(true, ""); runtime.Goexit() }
-func (r *recorder) Error(args ...any)                 { r.note(true, fmt.Sprint(args...)) }
-func (r *recorder) Errorf(format string, args ...any) { r.note(true, fmt.Sprintf(format, args...)) }
-func (r *recorder) Fatal(args ...any)                 { r.Error(args...); runtime.Goexit() }
-func (r *recorder) Fatalf(format string, args ...any) { r.Errorf(format, args...); runtime.Goexit() }
-func (r *recorder) SkipNow()                          { r.note(false, ""); runtime.Goexit() }
-func (r *recorder) Skip(args ...any)                  { r.note(false, fmt.Sprint(args...)); runtime.Goexit() }
-func (r *recorder) Skipf(format string, args ...any) {
-	r.note(false, fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
-}
-
-func (r *recorder) Skipped() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.skipped
-}
-
-// summary is the first recorded failure, without testify's trace lines.
-func (r *recorder) summary() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.messages) == 0 {
-		return "(no message)"
-	}
-	msg := r.messages[0]
-	if i := strings.Index(msg, "Error:"); i >= 0 {
-		msg = msg[i+len("Error:"):]
-	}
-	if i := strings.Index(msg, "Test:"); i >= 0 {
-		rest := msg[i:]
-		msg = msg[:i]
-		if j := strings.Index(rest, "Messages:"); j >= 0 {
-			msg += " | " + rest[j+len("Messages:"):]
-		}
-	}
-	return strings.Join(strings.Fields(msg), " ")
-}
-
-// runRecorded runs one contract case on a fresh fixture, directly or
-// through core's transaction fallback, and returns its recorder.
-func runRecorded(t *testing.T, newHarness HarnessMaker, c contractCase, fallback bool) *recorder {
-	f := NewFixture(t, newHarness)
-	if c.needs != nil {
-		require.Empty(t, c.needs(f.caps), "the case skips, so it proves nothing")
-	}
-	if fallback {
-		db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
-		require.NoError(t, err)
-		f.DB = db
-	}
-	rec := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.run(rec, f)
-	}()
-	<-done
-	return rec
-}
-
 // TestContractCasesCatchBrokenAdapters is the proof that the divergence
 // cases can fail: against each broken adapter, every contract case runs
 // (the IncrementOne ones through the fallback too), and exactly the cases
@@ -434,25 +340,16 @@ func TestContractCasesCatchBrokenAdapters(t *testing.T) {
 			var mu sync.Mutex
 			var failed []string
 			for _, c := range contractCases() {
-				for _, fallback := range []bool{false, true} {
-					if fallback && !c.increments {
-						continue
+				t.Run(c.name, func(t *testing.T) {
+					rec := runRecorded(t, brokenMaker(b.how), c)
+					require.False(t, rec.Skipped(), "the case skipped: %v", rec.messages)
+					if rec.Failed() {
+						mu.Lock()
+						failed = append(failed, c.name)
+						mu.Unlock()
+						t.Logf("caught: %s", rec.summary())
 					}
-					name := c.name
-					if fallback {
-						name = "Fallback/" + name
-					}
-					t.Run(name, func(t *testing.T) {
-						rec := runRecorded(t, brokenMaker(b.how), c, fallback)
-						require.False(t, rec.Skipped(), "the case skipped: %v", rec.messages)
-						if rec.Failed() {
-							mu.Lock()
-							failed = append(failed, name)
-							mu.Unlock()
-							t.Logf("caught: %s", rec.summary())
-						}
-					})
-				}
+				})
 			}
 			want := append([]string(nil), b.fails...)
 			sort.Strings(want)
@@ -471,7 +368,7 @@ func TestRecorderSeesPassingCases(t *testing.T) {
 	}
 	for _, c := range contractCases() {
 		t.Run(c.name, func(t *testing.T) {
-			rec := runRecorded(t, maker, c, false)
+			rec := runRecorded(t, maker, c)
 			require.False(t, rec.Failed(), "%v", rec.messages)
 			require.False(t, rec.Skipped(), "%v", rec.messages)
 		})
@@ -482,16 +379,15 @@ func TestRecorderSeesPassingCases(t *testing.T) {
 // adapter that returns a deadlock victim's error to its caller fails it,
 // every time, and the same adapter retrying its victims passes.
 func TestDeadlockVictimsCaught(t *testing.T) {
-	sc := contentionScenarios()[0]
+	c := caseNamed(t, raceCases(), "DeadlockVictimsRetried")
 	t.Run("returned", func(t *testing.T) {
-		f := NewFixture(t, brokenMaker(deadlockVictims))
-		err := sc.run(f.Ctx, f)
-		require.Error(t, err, "an adapter that returns deadlock victims passed %s\ncontract: %s", sc.name, sc.contract)
-		require.ErrorIs(t, err, errDeadlock1213)
-		t.Logf("caught: %s", strings.SplitN(err.Error(), "\n", 2)[0])
+		rec := runRecorded(t, brokenMaker(deadlockVictims), c)
+		require.True(t, rec.Failed(), "an adapter that returns deadlock victims passed %s\ncontract: %s", c.name, c.contract)
+		require.Contains(t, strings.Join(rec.messages, "\n"), errDeadlock1213.Error())
+		t.Logf("caught: %s", rec.summary())
 	})
 	t.Run("retried", func(t *testing.T) {
-		f := NewFixture(t, brokenMaker(retriedVictims))
-		require.NoError(t, sc.run(f.Ctx, f))
+		rec := runRecorded(t, brokenMaker(retriedVictims), c)
+		require.False(t, rec.Failed(), "%v", rec.messages)
 	})
 }

@@ -34,7 +34,7 @@ func RunConcurrency(t *testing.T, newHarness HarnessMaker) {
 // newHarness for each case.
 func DatabaseStores(newHarness HarnessMaker) ConcurrencyStoresMaker {
 	return func(t *testing.T, count int) []concurrency.Store {
-		f := newFixture(t, newHarness, false)
+		f := newFixture(t, newHarness, 0)
 		dbs, err := f.DBs(count)
 		if err != nil {
 			t.Fatal(err)
@@ -53,25 +53,47 @@ func DatabaseStores(newHarness HarnessMaker) ConcurrencyStoresMaker {
 // on a key whose slots were all released, and never more than n holders
 // while acquisitions and releases interleave), over several stores.
 func RunConcurrencyStores(t *testing.T, newStores ConcurrencyStoresMaker) {
-	for _, c := range concurrencyCases() {
-		t.Run(c.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			if err := c.run(ctx, newStores(t, c.stores)); err != nil {
-				t.Errorf("%s\ncontract: %s", err, c.contract)
-			}
-		})
+	runCases(t, concurrencyCases(), func(t *testing.T, needs need) *ccFixture {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		t.Cleanup(cancel)
+		n := 1
+		if needs&severalPools != 0 {
+			n = racePools
+		}
+		return &ccFixture{ctx: ctx, stores: newStores(t, n)}
+	})
+}
+
+// ccFixture is what a concurrency case runs on: one store, or racePools
+// of them when it needs severalPools (which every maker gives, sharing one
+// store or adapter when it has no independent ones).
+type ccFixture struct {
+	ctx    context.Context
+	stores []concurrency.Store
+}
+
+func (f *ccFixture) context() context.Context { return f.ctx }
+
+// concurrencyCase is a case of [RunConcurrencyStores].
+type concurrencyCase = testCase[*ccFixture]
+
+func concurrencyCases() []concurrencyCase {
+	return []concurrencyCase{
+		{"LeaseLifeCycle", ruleLeaseLifeCycle, 0, checked(ccScript)},
+		{"BurstOnFreshKey", ruleBurstOnFreshKey, severalPools, checked(ccBurstOnFreshKey)},
+		{"BurstOnFreedKey", ruleBurstOnFreedKey, severalPools, checked(ccBurstOnFreedKey)},
+		{"Churn", ruleChurn, severalPools, checked(ccChurnCase)},
 	}
 }
 
-// concurrencyCase is one case; run returns nil when the stores kept the
-// contract, so that the suite's own tests can assert a broken store fails.
-type concurrencyCase struct {
-	name     string
-	contract string
-	stores   int
-	run      func(ctx context.Context, stores []concurrency.Store) error
-}
+// The sentences of the contract the concurrency cases check.
+const (
+	ruleLeaseLifeCycle  = "n acquisitions succeed and the next is denied until the earliest lease ends; a release frees its slot once; a lease that ended is taken by another, and its late release or renewal changes nothing; renewal extends a live lease"
+	ruleBurstOnFreshKey = "many callers acquiring a fresh key at one instant, over several pools: exactly n succeed, each on its own slot, with no error"
+	ruleBurstOnFreedKey = "many callers acquiring at one instant a key whose n slots were all released: exactly n succeed, each on its own slot, with no error"
+	ruleChurn           = "acquisitions and releases interleaving on one key over several pools: never more than n holders, never two on one slot, every release of a live lease frees it"
+)
 
 // The load of the concurrency races.
 const (
@@ -88,53 +110,14 @@ func ccKey(what string) string {
 	return fmt.Sprintf("cc-%s-%d-%d", what, time.Now().UnixNano()%1e9, ccSeq.Add(1))
 }
 
-func concurrencyCases() []concurrencyCase {
-	return []concurrencyCase{
-		{
-			name:     "LeaseLifeCycle",
-			contract: "n acquisitions succeed and the next is denied until the earliest lease ends; a release frees its slot once; a lease that ended is taken by another, and its late release or renewal changes nothing; renewal extends a live lease",
-			stores:   1,
-			run:      ccScript,
-		},
-		{
-			name:     "BurstOnFreshKey",
-			contract: "many callers acquiring a fresh key at one instant, over several pools: exactly n succeed, each on its own slot, with no error",
-			stores:   racePools,
-			run:      func(ctx context.Context, s []concurrency.Store) error { return ccBurst(ctx, s, false) },
-		},
-		{
-			name:     "BurstOnFreedKey",
-			contract: "many callers acquiring at one instant a key whose n slots were all released: exactly n succeed, each on its own slot, with no error",
-			stores:   racePools,
-			run:      func(ctx context.Context, s []concurrency.Store) error { return ccBurst(ctx, s, true) },
-		},
-		{
-			name:     "Churn",
-			contract: "acquisitions and releases interleaving on one key over several pools: never more than n holders, never two on one slot, every release of a live lease frees it",
-			stores:   racePools,
-			run:      ccChurnCase,
-		},
-	}
-}
-
-// manualClock is a clock the script moves.
-type manualClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *manualClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
+func ccBurstOnFreshKey(ctx context.Context, f *ccFixture) error { return ccBurst(ctx, f.stores, false) }
+func ccBurstOnFreedKey(ctx context.Context, f *ccFixture) error { return ccBurst(ctx, f.stores, true) }
 
 // ccScript runs the lease life cycle on a manual clock: n = 3, leases of
 // 10 s.
-func ccScript(ctx context.Context, stores []concurrency.Store) error {
-	clock := &manualClock{now: time.Now().Truncate(time.Millisecond)}
-	l, err := concurrency.New(stores[0], concurrency.WithClock(clock.Now))
+func ccScript(ctx context.Context, f *ccFixture) error {
+	clock := NewClock(time.Now().Truncate(time.Millisecond))
+	l, err := concurrency.New(f.stores[0], concurrency.WithClock(clock.Now))
 	if err != nil {
 		return err
 	}
@@ -324,7 +307,8 @@ func ccBurst(ctx context.Context, stores []concurrency.Store, freed bool) error 
 // count of holders and the holder of each slot, taken after Acquire
 // returns and given up before Release is called, so that any overlap the
 // store allowed shows.
-func ccChurnCase(ctx context.Context, stores []concurrency.Store) error {
+func ccChurnCase(ctx context.Context, f *ccFixture) error {
+	stores := f.stores
 	ls, err := ccLimiters(stores)
 	if err != nil {
 		return err

@@ -71,23 +71,23 @@ func TestConcurrencyCatchesNonAtomicAdapter(t *testing.T) {
 // Churn pass once in three).
 func TestConcurrencyCatchesBrokenStore(t *testing.T) {
 	for _, c := range concurrencyCases() {
-		if c.stores < 2 {
+		if c.needs&severalPools == 0 {
 			continue // the script is sequential: the broken store keeps it
 		}
 		t.Run(c.name, func(t *testing.T) {
 			caught := 0
 			for run := 0; run < 10 && caught < 3; run++ {
 				s := newBrokenSlots()
-				if err := c.run(t.Context(), []concurrency.Store{s, s, s, s}); err != nil {
+				if rec := record(t, c, &ccFixture{ctx: t.Context(), stores: []concurrency.Store{s, s, s, s}}); rec.Failed() {
 					caught++
-					t.Logf("caught: %s", err)
+					t.Logf("caught: %s", rec.summary())
 				}
 			}
 			require.Equal(t, 3, caught, "the read-then-write store passed %s too often", c.name)
 		})
 	}
 	t.Run("LeaseLifeCycle", func(t *testing.T) {
-		require.NoError(t, ccScript(t.Context(), []concurrency.Store{newBrokenSlots()}),
+		require.NoError(t, ccScript(t.Context(), &ccFixture{ctx: t.Context(), stores: []concurrency.Store{newBrokenSlots()}}),
 			"called one at a time, the broken store keeps the contract: only concurrency exposes it")
 	})
 }

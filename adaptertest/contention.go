@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"testing"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -27,16 +28,24 @@ const (
 	mixCutoff     int64 = 1_000_000 // rows with lastRequest below it are expired
 )
 
-// contentionScenarios are the races on an adapter's own error handling:
-// the contention a database reports must be retried inside the adapter.
-func contentionScenarios() []scenario {
-	return []scenario{{
-		name: "DeadlockVictimsRetried",
-		contract: fmt.Sprintf("a deadlock, serialization failure or busy database that a single Create, Delete, DeleteMany or native IncrementOne runs into is retried by the adapter, not returned: "+
-			"guarded increments on %d hot keys, %d inserts, %d insert-then-delete resets and %d prunes of %d expired rows by a range on an indexed column, released at once on one table over %d pool(s), "+
-			"all succeed and leave exact counts", mixHotKeys, mixFresh, mixResets, mixPruners, mixExpired, racePools),
-		run: raceRounder(raceMixedWrites, func(f *Fixture) ([]*core.DB, error) { return f.DBs(racePools) }, roundsOf(raceRounds)),
-	}}
+// ruleMixedWrites is the contention a database reports, which must be
+// retried inside the adapter.
+var ruleMixedWrites = fmt.Sprintf("a deadlock, serialization failure or busy database that a single Create, Delete, DeleteMany or native IncrementOne runs into is retried by the adapter, not returned: "+
+	"guarded increments on %d hot keys, %d inserts, %d insert-then-delete resets and %d prunes of %d expired rows by a range on an indexed column, released at once on one table over %d pool(s), "+
+	"all succeed and leave exact counts", mixHotKeys, mixFresh, mixResets, mixPruners, mixExpired, racePools)
+
+// caseMixedWrites runs the mixed-writes race raceRounds times over
+// racePools DBs (one adapter shared when the harness has no peers).
+func caseMixedWrites(t testing.TB, f *Fixture) {
+	dbs, err := f.DBs(racePools)
+	if err != nil {
+		t.Fatalf("opening the callers' DBs: %v", err)
+	}
+	for round := range roundsOf(raceRounds) {
+		if err := raceMixedWrites(f.Ctx, f, dbs, round); err != nil {
+			t.Errorf("round %d: %v", round, err)
+		}
+	}
 }
 
 // mixedKeys names the round's keys so that the kinds interleave in key

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -15,250 +14,6 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
-
-// contractCase is one sequential case of the adapter contract: a named
-// function, and the sentence of the contract it checks, which a failure
-// prints.
-type contractCase struct {
-	name     string
-	contract string                // the sentence of the contract it checks
-	needs    func(features) string // why to skip; "" to run (nil: always run)
-	// increments: the case exercises IncrementOne, so it runs a second time
-	// through core's transaction fallback when the adapter has both a native
-	// IncrementOne and transactions (the fallback is built on the adapter's
-	// FindOne and UpdateMany, which must keep the same contract).
-	increments bool
-	run        func(t testing.TB, f *Fixture)
-}
-
-// runContract runs every contract case, each on a fresh fixture, then the
-// IncrementOne cases again through the fallback, under Fallback/.
-func runContract(t *testing.T, newHarness HarnessMaker) {
-	cases := contractCases()
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			runCase(t, newFixture(t, newHarness, false), c, false)
-		})
-	}
-	t.Run("Fallback", func(t *testing.T) {
-		for _, c := range cases {
-			if c.increments {
-				t.Run(c.name, func(t *testing.T) {
-					runCase(t, newFixture(t, newHarness, false), c, true)
-				})
-			}
-		}
-	})
-}
-
-// runCase runs c on f, through core's transaction fallback when fallback
-// is set, and names c's contract sentence when it fails.
-func runCase(t *testing.T, f *Fixture, c contractCase, fallback bool) {
-	t.Helper()
-	if fallback {
-		if why := needFallback(f.caps); why != "" {
-			t.Skip(why)
-		}
-	}
-	if c.needs != nil {
-		if why := c.needs(f.caps); why != "" {
-			t.Skip(why)
-		}
-	}
-	if fallback {
-		db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
-		require.NoError(t, err)
-		f.DB = db
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			via := ""
-			if fallback {
-				via = " (through core's transaction fallback)"
-			}
-			t.Logf("%s broke the contract%s: %s", c.name, via, c.contract)
-		}
-	})
-	c.run(t, f)
-}
-
-// contractCases are the sequential cases of the adapter contract, in the
-// order they run, each a named function with the sentence it checks.
-func contractCases() []contractCase {
-	cases := []contractCase{
-		{
-			name:     "OptionalInterfaces",
-			contract: "core.DB uses the adapter's own IncrementOne exactly when the adapter implements driver.Incrementer, and without driver.Transactor InTx fails with ErrUnsupported (the suite finds both out by type assertion, as core does)",
-			run:      caseOptionalInterfaces,
-		},
-		{
-			name:       "PositiveDelta",
-			contract:   "each delta is applied in the database (col = col + ?) and the row after the write is returned",
-			increments: true,
-			run:        casePositiveDelta,
-		},
-		{
-			name:       "NegativeDelta",
-			contract:   "a delta may be negative, and without a guard it may take the value below zero",
-			increments: true,
-			run:        caseNegativeDelta,
-		},
-		{
-			name:       "SeveralDeltasAndSet",
-			contract:   "one call applies several deltas and several absolute assignments to the same row at once",
-			increments: true,
-			run:        caseSeveralDeltasAndSet,
-		},
-		{
-			name:       "ReturnedRowIsStoredRow",
-			contract:   "IncrementOne returns the row as it is after the write: every column equals what FindOne reads back",
-			increments: true,
-			run:        caseReturnedRowIsStoredRow,
-		},
-		{
-			name:       "GuardMissChangesNothing",
-			contract:   "when the guard selects nothing, IncrementOne reports no match (ok == false, no error) and changes nothing",
-			increments: true,
-			run:        caseGuardMissChangesNothing,
-		},
-		{
-			name:       "EqNilIsNull",
-			contract:   "eq nil means IS NULL and ne nil means IS NOT NULL, on int, string and time fields (a naive = NULL never matches)",
-			increments: true,
-			run:        caseEqNilIsNull,
-		},
-		{
-			name:       "DeltaOnNullStaysNull",
-			contract:   "a delta on a NULL column leaves it NULL (no COALESCE), while the row's other changes apply",
-			increments: true,
-			run:        caseDeltaOnNullStaysNull,
-		},
-		{
-			name:       "NullSatisfiesNoComparison",
-			contract:   "a NULL column satisfies no comparison (eq, ne, lt, lte, gt, gte, in, not in with a value), as in SQL",
-			increments: true,
-			run:        caseNullSatisfiesNoComparison,
-		},
-		{
-			name:       "SeveralRowsMatchOneChanges",
-			contract:   "where several rows match the guard, exactly one changes, and the returned row is the changed one",
-			increments: true,
-			run:        caseSeveralRowsMatchOneChanges,
-		},
-		{
-			name:       "InvalidBeforeIO",
-			contract:   "an unknown model or field, a wrong type, and an empty update (no Increment and no Set) are ErrInvalid errors naming the problem, before anything reaches the adapter",
-			increments: true,
-			run:        caseInvalidBeforeIO,
-		},
-		{
-			name:       "IdenticalRewriteIsAMatch",
-			contract:   "a write that leaves the row's values as they were (Set to the same values, a delta of 0) is still a match: rows matched, not rows changed (the MySQL rows-changed trap)",
-			increments: true,
-			run:        caseIdenticalRewriteIsAMatch,
-		},
-		{
-			name:       "TimesRoundTripAcrossZones",
-			contract:   "times round-trip as instants at millisecond precision whatever zone they are given in, and range guards on them (lt, lte, gt, gte) compare instants",
-			increments: true,
-			run:        caseTimesRoundTripAcrossZones,
-		},
-		{
-			name:     "CreateReturnsStoredRow",
-			contract: "Create inserts one row, fills defaults for the fields left out, and returns it as stored with its new primary key",
-			run:      caseCreateReturnsStoredRow,
-		},
-		{
-			name:     "FindOneFirstInKeyOrder",
-			contract: "FindOne returns the first matching row in primary-key order, or ok == false when none matches",
-			run:      caseFindOneFirstInKeyOrder,
-		},
-		{
-			name:     "FindManySortLimitOffset",
-			contract: "FindMany returns the matching rows, in primary-key order by default, sorted by a field either way, limited and offset",
-			run:      caseFindManySortLimitOffset,
-		},
-		{
-			name:     "UpdateAtMostOne",
-			contract: "Update sets fields on at most one matching row and returns it as stored, or ok == false when none matches",
-			run:      caseUpdateAtMostOne,
-		},
-		{
-			name:     "UpdateManyCountsMatched",
-			contract: "UpdateMany sets fields on every matching row and returns how many matched, counting rows whose values were already those",
-			run:      caseUpdateManyCountsMatched,
-		},
-		{
-			name:     "DeleteAtMostOne",
-			contract: "Delete removes at most one matching row and reports whether it did",
-			run:      caseDeleteAtMostOne,
-		},
-		{
-			name:     "DeleteManyAndCount",
-			contract: "DeleteMany removes every matching row and returns how many; Count returns the number of matching rows",
-			run:      caseDeleteManyAndCount,
-		},
-		{
-			name:     "UniqueConflict",
-			contract: "a duplicate unique key fails with an error satisfying errors.Is(err, core.ErrConflict) and writes nothing",
-			run:      caseUniqueConflict,
-		},
-		{
-			name:     "InTxCommits",
-			contract: "InTx runs its function in a transaction whose writes, IncrementOne included, are visible inside it and stored when it returns nil",
-			needs:    needTransactions,
-			run:      caseInTxCommits,
-		},
-		{
-			name:     "InTxRollsBack",
-			contract: "InTx rolls back every write of its function when the function returns an error, and returns that error",
-			needs:    needTransactions,
-			run:      caseInTxRollsBack,
-		},
-
-		// Where sluice's SQL adapters were found to differ: nested
-		// transactions, byte-exact strings, integer overflow, and unique
-		// conflicts inside a transaction (deadlock victims are a race: see
-		// contentionScenarios).
-		{
-			name:     "NestedTransactionRollsBackItsOwnWrites",
-			contract: "a transaction adapter that implements driver.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes",
-			needs:    needTransactions,
-			run:      caseNestedTransaction,
-		},
-		{
-			name:       "NestedInTxRollsBackItsOwnWrites",
-			contract:   "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without driver.Transactor makes the nested InTx fail with ErrUnsupported before calling fn",
-			needs:      needTransactions,
-			increments: true,
-			run:        caseNestedInTx,
-		},
-		{
-			name:     "UnstorableStringsRefusedBeforeIO",
-			contract: "a string that is not valid UTF-8 or contains NUL is refused with ErrInvalid, naming the field, before anything reaches the adapter, wherever it is given (Create, Set, Update, where): nothing is stored, on every adapter",
-			run:      caseUnstorableStrings,
-		},
-		{
-			name:       "DistinctStringsStayDistinct",
-			contract:   "strings are stored and compared byte for byte: keys that differ only by trailing spaces, by case, by Unicode normalisation or by width are distinct rows under a unique index, each matched only by itself, and every one round-trips unchanged",
-			increments: true,
-			run:        caseDistinctStrings,
-		},
-		{
-			name:       "IncrementOverflowRefused",
-			contract:   "an IncrementOne whose delta would take an int column past MaxInt64 or below MinInt64 fails with ErrInvalid and leaves the row as it was (no wrap-around, no change of the column's type, no partial write); the limits themselves can be reached",
-			increments: true,
-			run:        caseIncrementOverflow,
-		},
-		{
-			name:     "ConflictInsideTransactionKeepsItUsable",
-			contract: "inside InTx, a duplicate unique key fails that one call with ErrConflict (Create, Update and IncrementOne alike) and leaves the transaction usable: its other writes, before and after the conflict, commit",
-			needs:    needTransactions,
-			run:      caseConflictInTx,
-		},
-	}
-	return append(cases, operatorCases()...)
-}
 
 // Fixed instants for the time cases, at millisecond precision, and two
 // zones away from UTC on either side (fixed, so no tzdata is needed).
@@ -323,78 +78,89 @@ func requireMiss(t testing.TB, f *Fixture, before core.Row, where []core.Where, 
 	requireSame(t, before, reread(t, f, counterModel, before.Int("id")), "a guard miss changed the row")
 }
 
-// operatorCases check every operator as a guard on an int, a string and a
-// time field, once with a value the row satisfies and once with one it
-// does not. Strings are lowercase ASCII so that every collation orders them
-// the same way.
-func operatorCases() []contractCase {
-	type probe struct {
-		field       string
-		match, miss any
-	}
+const ruleOperator = "each operator (eq, ne, lt, lte, gt, gte, in, not in; the case's name says which) works as a guard on int, string and time fields: a satisfied guard matches, an unsatisfied one does not"
+
+// operatorProbe is a value of a field that the guard's row satisfies
+// (match) and one it does not (miss).
+type operatorProbe struct {
+	field       string
+	match, miss any
+}
+
+// operators are the guard operators with a probe on an int, a string and
+// a time field each. Strings are lowercase ASCII so that every collation
+// orders them the same way.
+var operators = func() map[string]struct {
+	where  func(field string, v any) core.Where
+	probes []operatorProbe
+} {
 	ms := time.Millisecond
-	table := []struct {
-		op     string
+	type op = struct {
 		where  func(field string, v any) core.Where
-		probes []probe
-	}{
-		{"eq", core.Eq, []probe{{"hits", 5, 6}, {"name", "bravo", "charlie"}, {"seenAt", t0.In(kolkata), t0.Add(ms)}}},
-		{"ne", core.Ne, []probe{{"hits", 6, 5}, {"name", "alpha", "bravo"}, {"seenAt", t0.Add(time.Second), t0.In(newYork)}}},
-		{"lt", core.Lt, []probe{{"hits", 6, 5}, {"name", "charlie", "bravo"}, {"seenAt", t0.Add(ms).In(newYork), t0}}},
-		{"lte", core.Lte, []probe{{"hits", 5, 4}, {"name", "bravo", "alpha"}, {"seenAt", t0.In(kolkata), t0.Add(-ms)}}},
-		{"gt", core.Gt, []probe{{"hits", 4, 5}, {"name", "alpha", "bravo"}, {"seenAt", t0.Add(-ms).In(kolkata), t0.In(newYork)}}},
-		{"gte", core.Gte, []probe{{"hits", 5, 6}, {"name", "bravo", "charlie"}, {"seenAt", t0.In(newYork), t0.Add(ms)}}},
-		{"in", func(f string, v any) core.Where { return core.In(f, v.([]any)...) }, []probe{
+		probes []operatorProbe
+	}
+	return map[string]op{
+		"eq":  {core.Eq, []operatorProbe{{"hits", 5, 6}, {"name", "bravo", "charlie"}, {"seenAt", t0.In(kolkata), t0.Add(ms)}}},
+		"ne":  {core.Ne, []operatorProbe{{"hits", 6, 5}, {"name", "alpha", "bravo"}, {"seenAt", t0.Add(time.Second), t0.In(newYork)}}},
+		"lt":  {core.Lt, []operatorProbe{{"hits", 6, 5}, {"name", "charlie", "bravo"}, {"seenAt", t0.Add(ms).In(newYork), t0}}},
+		"lte": {core.Lte, []operatorProbe{{"hits", 5, 4}, {"name", "bravo", "alpha"}, {"seenAt", t0.In(kolkata), t0.Add(-ms)}}},
+		"gt":  {core.Gt, []operatorProbe{{"hits", 4, 5}, {"name", "alpha", "bravo"}, {"seenAt", t0.Add(-ms).In(kolkata), t0.In(newYork)}}},
+		"gte": {core.Gte, []operatorProbe{{"hits", 5, 6}, {"name", "bravo", "charlie"}, {"seenAt", t0.In(newYork), t0.Add(ms)}}},
+		"in": {func(f string, v any) core.Where { return core.In(f, v.([]any)...) }, []operatorProbe{
 			{"hits", []any{7, 5}, []any{4, 6}},
 			{"name", []any{"alpha", "bravo"}, []any{"alpha", "charlie"}},
 			{"seenAt", []any{t0.Add(time.Hour), t0.In(kolkata)}, []any{t0.Add(ms)}}}},
-		{"not in", func(f string, v any) core.Where { return core.NotIn(f, v.([]any)...) }, []probe{
+		"not in": {func(f string, v any) core.Where { return core.NotIn(f, v.([]any)...) }, []operatorProbe{
 			{"hits", []any{4, 6}, []any{7, 5}},
 			{"name", []any{"alpha"}, []any{"bravo", "charlie"}},
 			{"seenAt", []any{t0.Add(ms)}, []any{t0.Add(time.Hour), t0.In(newYork)}}}},
 	}
-	var cases []contractCase
-	for _, op := range table {
-		cases = append(cases, contractCase{
-			name:       "Operator_" + strings.ReplaceAll(op.op, " ", ""),
-			contract:   fmt.Sprintf("%q works as a guard on int, string and time fields: a satisfied guard matches, an unsatisfied one does not", op.op),
-			increments: true,
-			run: func(t testing.TB, f *Fixture) {
-				r := newCounter(t, f, "bravo", map[string]any{"hits": 5, "seenAt": t0, "budget": 0})
-				decoy := newCounter(t, f, "zulu", map[string]any{"hits": 50, "seenAt": t0.Add(24 * time.Hour), "budget": 0})
-				id := core.Eq("id", r.Int("id"))
-				want := int64(0)
-				for _, p := range op.probes {
-					row := requireWrite(t, f, []core.Where{id, op.where(p.field, p.match)}, map[string]int64{"budget": 1}, nil)
-					want++
-					assert.Equal(t, want, row.Int("budget"), "%s %s %v should match", p.field, op.op, p.match)
-					requireMiss(t, f, row, []core.Where{id, op.where(p.field, p.miss)}, map[string]int64{"budget": 1}, nil)
-				}
-				// the same guard without the id: only the row that satisfies it changes
-				p := op.probes[0]
-				n, err := f.DB.Count(f.Ctx, counterModel, op.where(p.field, p.match))
-				require.NoError(t, err)
-				wantN := int64(1)
-				if op.op == "ne" || op.op == "gt" || op.op == "gte" || op.op == "not in" {
-					wantN = 2 // the decoy's hits is 50
-				}
-				assert.Equal(t, wantN, n, "Count(hits %s %v)", op.op, p.match)
-				requireSame(t, decoy, reread(t, f, counterModel, decoy.Int("id")), "the decoy changed")
-			},
-		})
+}()
+
+// caseOperator checks one operator as a guard, once with a value the row
+// satisfies and once with one it does not, on each probed field.
+func caseOperator(name string) func(testing.TB, *Fixture) {
+	op, ok := operators[name]
+	if !ok {
+		panic("adaptertest: no operator " + name)
 	}
-	return cases
+	return func(t testing.TB, f *Fixture) {
+		r := newCounter(t, f, "bravo", map[string]any{"hits": 5, "seenAt": t0, "budget": 0})
+		decoy := newCounter(t, f, "zulu", map[string]any{"hits": 50, "seenAt": t0.Add(24 * time.Hour), "budget": 0})
+		id := core.Eq("id", r.Int("id"))
+		want := int64(0)
+		for _, p := range op.probes {
+			row := requireWrite(t, f, []core.Where{id, op.where(p.field, p.match)}, map[string]int64{"budget": 1}, nil)
+			want++
+			assert.Equal(t, want, row.Int("budget"), "%s %s %v should match", p.field, name, p.match)
+			requireMiss(t, f, row, []core.Where{id, op.where(p.field, p.miss)}, map[string]int64{"budget": 1}, nil)
+		}
+		// the same guard without the id: only the row that satisfies it changes
+		p := op.probes[0]
+		n, err := f.DB.Count(f.Ctx, counterModel, op.where(p.field, p.match))
+		require.NoError(t, err)
+		wantN := int64(1)
+		if name == "ne" || name == "gt" || name == "gte" || name == "not in" {
+			wantN = 2 // the decoy's hits is 50
+		}
+		assert.Equal(t, wantN, n, "Count(hits %s %v)", name, p.match)
+		requireSame(t, decoy, reread(t, f, counterModel, decoy.Int("id")), "the decoy changed")
+	}
 }
+
+const ruleOptionalInterfaces = "core.DB uses the adapter's own IncrementOne exactly when the adapter implements driver.Incrementer, and without driver.Transactor InTx fails with ErrUnsupported (the suite finds both out by type assertion, as core does)"
 
 func caseOptionalInterfaces(t testing.TB, f *Fixture) {
 	t.Logf("the adapter implements driver.Incrementer: %v, driver.Transactor: %v; the harness declares SeveralPools: %v",
-		f.caps.native, f.caps.tx, f.caps.pools)
-	assert.Equal(t, f.caps.native, f.DB.NativeIncrement(), "core.DB's choice of native IncrementOne")
-	if !f.caps.tx {
+		f.has&nativeIncrement != 0, f.has&transactions != 0, f.has&severalPools != 0)
+	assert.Equal(t, f.has&nativeIncrement != 0, f.DB.NativeIncrement(), "core.DB's choice of native IncrementOne")
+	if f.has&transactions == 0 {
 		err := f.DB.InTx(f.Ctx, func(context.Context, *core.DB) error { return nil })
 		assert.ErrorIs(t, err, core.ErrUnsupported)
 	}
 }
+
+const rulePositiveDelta = "each delta is applied in the database (col = col + ?) and the row after the write is returned"
 
 func casePositiveDelta(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "pos", map[string]any{"hits": 5})
@@ -404,11 +170,15 @@ func casePositiveDelta(t testing.TB, f *Fixture) {
 	assert.EqualValues(t, 8+1<<40, row.Int("hits"))
 }
 
+const ruleNegativeDelta = "a delta may be negative, and without a guard it may take the value below zero"
+
 func caseNegativeDelta(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "neg", map[string]any{"hits": 5})
 	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"hits": -7}, nil)
 	assert.EqualValues(t, -2, row.Int("hits"))
 }
+
+const ruleSeveralDeltasAndSet = "one call applies several deltas and several absolute assignments to the same row at once"
 
 func caseSeveralDeltasAndSet(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "multi", map[string]any{"hits": 10, "budget": 100})
@@ -423,6 +193,8 @@ func caseSeveralDeltasAndSet(t testing.TB, f *Fixture) {
 	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
 }
 
+const ruleReturnedRowIsStoredRow = "IncrementOne returns the row as it is after the write: every column equals what FindOne reads back"
+
 func caseReturnedRowIsStoredRow(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "ret", map[string]any{"hits": 1, "budget": 9, "seenAt": t0, "label": "l", "slot": "ret-slot"})
 	for i := 0; i < 3; i++ {
@@ -435,6 +207,8 @@ func caseReturnedRowIsStoredRow(t testing.TB, f *Fixture) {
 	}
 }
 
+const ruleGuardMissChangesNothing = "when the guard selects nothing, IncrementOne reports no match (ok == false, no error) and changes nothing"
+
 func caseGuardMissChangesNothing(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "miss", map[string]any{"hits": 5, "budget": 0})
 	other := newCounter(t, f, "other", map[string]any{"hits": 50, "budget": 0})
@@ -444,6 +218,8 @@ func caseGuardMissChangesNothing(t testing.TB, f *Fixture) {
 	requireMiss(t, f, r, []core.Where{core.Eq("id", r.Int("id")), core.Gt("budget", 0)}, map[string]int64{"budget": -1}, nil)
 	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "another row changed")
 }
+
+const ruleEqNilIsNull = "eq nil means IS NULL and ne nil means IS NOT NULL, on int, string and time fields (a naive = NULL never matches)"
 
 func caseEqNilIsNull(t testing.TB, f *Fixture) {
 	null := newCounter(t, f, "nul", nil)
@@ -465,6 +241,8 @@ func caseEqNilIsNull(t testing.TB, f *Fixture) {
 	}
 }
 
+const ruleDeltaOnNullStaysNull = "a delta on a NULL column leaves it NULL (no COALESCE), while the row's other changes apply"
+
 func caseDeltaOnNullStaysNull(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "nulldelta", map[string]any{"hits": 1})
 	row := requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": 5, "hits": 1}, nil)
@@ -473,6 +251,8 @@ func caseDeltaOnNullStaysNull(t testing.TB, f *Fixture) {
 	row = requireWrite(t, f, []core.Where{core.Eq("id", r.Int("id"))}, map[string]int64{"budget": -5}, nil)
 	assert.True(t, row.IsNull("budget"), "budget became %v", row["budget"])
 }
+
+const ruleNullSatisfiesNoComparison = "a NULL column satisfies no comparison (eq, ne, lt, lte, gt, gte, in, not in with a value), as in SQL"
 
 func caseNullSatisfiesNoComparison(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "nullcmp", nil)
@@ -488,6 +268,8 @@ func caseNullSatisfiesNoComparison(t testing.TB, f *Fixture) {
 		requireMiss(t, f, r, []core.Where{id, w}, map[string]int64{"hits": 1}, nil)
 	}
 }
+
+const ruleSeveralRowsMatchOneChanges = "where several rows match the guard, exactly one changes, and the returned row is the changed one"
 
 func caseSeveralRowsMatchOneChanges(t testing.TB, f *Fixture) {
 	var ids []int64
@@ -514,6 +296,8 @@ func caseSeveralRowsMatchOneChanges(t testing.TB, f *Fixture) {
 	assert.False(t, ok, "a fourth call matched although every row was taken")
 	requireSame(t, decoy, reread(t, f, counterModel, decoy.Int("id")), "a row outside the guard changed")
 }
+
+const ruleInvalidBeforeIO = "an unknown model or field, a wrong type, and an empty update (no Increment and no Set) are ErrInvalid errors naming the problem, before anything reaches the adapter"
 
 func caseInvalidBeforeIO(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "valid", map[string]any{"hits": 1})
@@ -552,6 +336,8 @@ func caseInvalidBeforeIO(t testing.TB, f *Fixture) {
 	requireSame(t, r, reread(t, f, counterModel, r.Int("id")), "an invalid request changed the row")
 }
 
+const ruleIdenticalRewriteIsAMatch = "a write that leaves the row's values as they were (Set to the same values, a delta of 0) is still a match: rows matched, not rows changed (the MySQL rows-changed trap)"
+
 func caseIdenticalRewriteIsAMatch(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "same", map[string]any{"hits": 5, "label": "same", "flag": true, "seenAt": t0})
 	id := []core.Where{core.Eq("id", r.Int("id"))}
@@ -562,6 +348,8 @@ func caseIdenticalRewriteIsAMatch(t testing.TB, f *Fixture) {
 	row = requireWrite(t, f, append(id, core.Eq("label", "same")), map[string]int64{"hits": 0}, map[string]any{"label": "same"})
 	requireSame(t, r, row, "delta of 0 plus identical Set")
 }
+
+const ruleTimesRoundTripAcrossZones = "times round-trip as instants at millisecond precision whatever zone they are given in, and range guards on them (lt, lte, gt, gte) compare instants"
 
 func caseTimesRoundTripAcrossZones(t testing.TB, f *Fixture) {
 	given := t0.Add(456_789 * time.Nanosecond).In(kolkata) // sub-millisecond part is dropped
@@ -601,6 +389,8 @@ func caseTimesRoundTripAcrossZones(t testing.TB, f *Fixture) {
 	assert.EqualValues(t, 1, n, "Count with a range on seenAt")
 }
 
+const ruleCreateReturnsStoredRow = "Create inserts one row, fills defaults for the fields left out, and returns it as stored with its new primary key"
+
 func caseCreateReturnsStoredRow(t testing.TB, f *Fixture) {
 	a := newCounter(t, f, "a", nil)
 	b := newCounter(t, f, "b", map[string]any{"hits": 7, "budget": 3, "flag": true, "seenAt": t0, "label": "l", "slot": "s"})
@@ -625,6 +415,8 @@ func caseCreateReturnsStoredRow(t testing.TB, f *Fixture) {
 	assert.True(t, ak.Time("updatedAt").Equal(t0))
 }
 
+const ruleFindOneFirstInKeyOrder = "FindOne returns the first matching row in primary-key order, or ok == false when none matches"
+
 func caseFindOneFirstInKeyOrder(t testing.TB, f *Fixture) {
 	first := newCounter(t, f, "f", map[string]any{"hits": 9})
 	newCounter(t, f, "f", map[string]any{"hits": 1})
@@ -636,6 +428,8 @@ func caseFindOneFirstInKeyOrder(t testing.TB, f *Fixture) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 }
+
+const ruleFindManySortLimitOffset = "FindMany returns the matching rows, in primary-key order by default, sorted by a field either way, limited and offset"
 
 func caseFindManySortLimitOffset(t testing.TB, f *Fixture) {
 	for i, h := range []int{3, 1, 4, 2, 5} {
@@ -664,6 +458,8 @@ func caseFindManySortLimitOffset(t testing.TB, f *Fixture) {
 	assert.Equal(t, "row4", rows[0].Text("name"))
 }
 
+const ruleUpdateAtMostOne = "Update sets fields on at most one matching row and returns it as stored, or ok == false when none matches"
+
 func caseUpdateAtMostOne(t testing.TB, f *Fixture) {
 	newCounter(t, f, "u", nil)
 	newCounter(t, f, "u", nil)
@@ -685,6 +481,8 @@ func caseUpdateAtMostOne(t testing.TB, f *Fixture) {
 	assert.Equal(t, "done", row.Text("label"))
 }
 
+const ruleUpdateManyCountsMatched = "UpdateMany sets fields on every matching row and returns how many matched, counting rows whose values were already those"
+
 func caseUpdateManyCountsMatched(t testing.TB, f *Fixture) {
 	newCounter(t, f, "um", map[string]any{"label": "x"})
 	newCounter(t, f, "um", nil)
@@ -705,6 +503,8 @@ func caseUpdateManyCountsMatched(t testing.TB, f *Fixture) {
 	requireSame(t, other, reread(t, f, counterModel, other.Int("id")), "a row outside the where changed")
 }
 
+const ruleDeleteAtMostOne = "Delete removes at most one matching row and reports whether it did"
+
 func caseDeleteAtMostOne(t testing.TB, f *Fixture) {
 	newCounter(t, f, "d", nil)
 	newCounter(t, f, "d", nil)
@@ -718,6 +518,8 @@ func caseDeleteAtMostOne(t testing.TB, f *Fixture) {
 	require.NoError(t, err)
 	assert.False(t, ok)
 }
+
+const ruleDeleteManyAndCount = "DeleteMany removes every matching row and returns how many; Count returns the number of matching rows"
 
 func caseDeleteManyAndCount(t testing.TB, f *Fixture) {
 	for i := 0; i < 4; i++ {
@@ -741,6 +543,8 @@ func caseDeleteManyAndCount(t testing.TB, f *Fixture) {
 	assert.EqualValues(t, 2, n)
 }
 
+const ruleUniqueConflict = "a duplicate unique key fails with an error satisfying errors.Is(err, core.ErrConflict) and writes nothing"
+
 func caseUniqueConflict(t testing.TB, f *Fixture) {
 	a := newCounter(t, f, "a", map[string]any{"slot": "taken"})
 	_, err := f.DB.Create(f.Ctx, counterModel, map[string]any{"name": "b", "slot": "taken"})
@@ -760,6 +564,8 @@ func caseUniqueConflict(t testing.TB, f *Fixture) {
 	requireSame(t, b, reread(t, f, counterModel, b.Int("id")), "a conflicting write changed the row")
 	requireSame(t, a, reread(t, f, counterModel, a.Int("id")), "a conflicting write changed the other row")
 }
+
+const ruleInTxCommits = "InTx runs its function in a transaction whose writes, IncrementOne included, are visible inside it and stored when it returns nil"
 
 func caseInTxCommits(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "tx", map[string]any{"hits": 1})
@@ -785,6 +591,8 @@ func caseInTxCommits(t testing.TB, f *Fixture) {
 	assert.EqualValues(t, 2, reread(t, f, counterModel, r.Int("id")).Int("hits"))
 	reread(t, f, counterModel, created)
 }
+
+const ruleInTxRollsBack = "InTx rolls back every write of its function when the function returns an error, and returns that error"
 
 func caseInTxRollsBack(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "tx", map[string]any{"hits": 1})

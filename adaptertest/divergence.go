@@ -67,6 +67,8 @@ func counterTable(t testing.TB, f *Fixture) (*driver.Table, func(field string) s
 	}
 }
 
+const ruleNestedTransaction = "a transaction adapter that implements driver.Transactor opens a nested transaction (a savepoint): when the nested fn returns an error, only the writes made inside it roll back, the enclosing transaction goes on and commits its own writes, and a nested fn that returns nil keeps its writes"
+
 func caseNestedTransaction(t testing.TB, f *Fixture) {
 	ctx := f.Ctx
 	tb, col := counterTable(t, f)
@@ -146,6 +148,8 @@ func txNests(t testing.TB, f *Fixture) bool {
 	return nests
 }
 
+const ruleNestedInTx = "InTx called on a transaction's DB runs a nested transaction: an error from the inner fn rolls back the inner writes, IncrementOne included, and nothing else, and the outer transaction commits; a transaction adapter without driver.Transactor makes the nested InTx fail with ErrUnsupported before calling fn"
+
 func caseNestedInTx(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "nest", map[string]any{"hits": 1})
 	nests := txNests(t, f)
@@ -201,6 +205,8 @@ func caseNestedInTx(t testing.TB, f *Fixture) {
 // unstorable are strings no adapter may be handed: invalid UTF-8 (which
 // some drivers rewrite to U+FFFD, merging distinct keys) and NUL.
 var unstorable = []string{"a\xff\xfe", "a\xfe\xff", "\xc3\x28", "ok\xc3", "\xed\xa0\x80", "k\x00", "\x00"}
+
+const ruleUnstorableStrings = "a string that is not valid UTF-8 or contains NUL is refused with ErrInvalid, naming the field, before anything reaches the adapter, wherever it is given (Create, Set, Update, where): nothing is stored, on every adapter"
 
 func caseUnstorableStrings(t testing.TB, f *Fixture) {
 	r := newCounter(t, f, "valid", map[string]any{"label": "l"})
@@ -272,6 +278,8 @@ func caseUnstorableStrings(t testing.TB, f *Fixture) {
 // 4-byte UTF-8 that a 3-byte charset cannot hold.
 var distinctKeys = []string{"k", "k ", "k  ", "K", " k", "\u00e9", "e\u0301", "\uff4b", "k\U0001F600", "k\U0001F601", "\u00df", "ss", "\uFFFD"}
 
+const ruleDistinctStrings = "strings are stored and compared byte for byte: keys that differ only by trailing spaces, by case, by Unicode normalisation or by width are distinct rows under a unique index, each matched only by itself, and every one round-trips unchanged"
+
 func caseDistinctStrings(t testing.TB, f *Fixture) {
 	ids := map[string]int64{}
 	for i, k := range distinctKeys {
@@ -321,6 +329,8 @@ func requireWriteModel(t testing.TB, f *Fixture, model string, where []core.Wher
 	return row
 }
 
+const ruleIncrementOverflow = "an IncrementOne whose delta would take an int column past MaxInt64 or below MinInt64 fails with ErrInvalid and leaves the row as it was (no wrap-around, no change of the column's type, no partial write); the limits themselves can be reached"
+
 func caseIncrementOverflow(t testing.TB, f *Fixture) {
 	attempts := []struct {
 		start, by int64
@@ -366,6 +376,8 @@ func caseIncrementOverflow(t testing.TB, f *Fixture) {
 	assert.Equal(t, int64(5+1<<53), row.Int("hits"), "integer arithmetic after refused overflows")
 	assert.Equal(t, int64(math.MaxInt64-1), row.Int("budget"))
 }
+
+const ruleConflictInTx = "inside InTx, a duplicate unique key fails that one call with ErrConflict (Create, Update and IncrementOne alike) and leaves the transaction usable: its other writes, before and after the conflict, commit"
 
 func caseConflictInTx(t testing.TB, f *Fixture) {
 	taken := newCounter(t, f, "taken", map[string]any{"slot": "taken"})

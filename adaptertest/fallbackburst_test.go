@@ -32,11 +32,11 @@ func TestFallbackBurstCatchesGivingUp(t *testing.T) {
 	m := memory.New()
 	a := alwaysLosing{m}
 	s := core.MustSchema(core.Naming{}, CounterModel())
-	db, err := core.New(m, core.WithSchema(s))
+	db, err := core.New(a, core.WithSchema(s), core.WithFallback())
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &Fixture{Ctx: t.Context(), Schema: s, Adapter: a, DB: db, caps: features{native: true, tx: true}}
+	f := &Fixture{Ctx: t.Context(), Schema: s, Adapter: a, DB: db}
 	err = fallbackBurst(t.Context(), f)
 	if err == nil || !strings.Contains(err.Error(), "ErrContention") {
 		t.Fatalf("fallbackBurst on an adapter that always loses: %v, want a failure naming ErrContention", err)

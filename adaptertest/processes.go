@@ -278,7 +278,7 @@ type child struct {
 	out   strings.Builder // what it printed, for failure messages
 }
 
-func (p *processRun) start(t *testing.T, spec childSpec) *child {
+func (p *processRun) start(t testing.TB, spec childSpec) *child {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	if err != nil {
@@ -314,7 +314,7 @@ func (p *processRun) start(t *testing.T, spec childSpec) *child {
 }
 
 // await reads the child's lines until one starting with prefix.
-func (c *child) await(t *testing.T, prefix string) string {
+func (c *child) await(t testing.TB, prefix string) string {
 	t.Helper()
 	timeout := time.After(2 * time.Minute)
 	for {
@@ -341,12 +341,13 @@ type processRun struct {
 	prefix  string
 	db      *core.DB // the test process's own pool
 	storage driver.SecondaryStorage
+	has     need // databaseTarget, storageTarget: what the target opens
 }
 
 // wave starts the children on key, releases them together, and returns
 // how many decisions they admitted. kill ≥ 0 is a child killed with
 // SIGKILL right after the release, whose admissions are not known.
-func (p *processRun) wave(t *testing.T, scenario, key string, kill int) int64 {
+func (p *processRun) wave(t testing.TB, scenario, key string, kill int) int64 {
 	t.Helper()
 	spec := childSpec{Target: p.target.Name, Addr: p.addr, Tables: p.tables, Prefix: p.prefix, Scenario: scenario, Key: key}
 	kids := make([]*child, processCount)
@@ -384,7 +385,7 @@ func (p *processRun) wave(t *testing.T, scenario, key string, kill int) int64 {
 	return n
 }
 
-func (p *processRun) stored(t *testing.T, key string) int64 {
+func (p *processRun) stored(t testing.TB, key string) int64 {
 	t.Helper()
 	row, ok, err := p.db.FindOne(t.Context(), core.ModelRateLimit, core.Eq("key", key))
 	if err != nil || !ok {
@@ -421,17 +422,58 @@ func exact(admitted, stored int64) error {
 func RunProcesses(t *testing.T, targets ...ProcessTarget) {
 	for _, target := range targets {
 		t.Run(target.Name, func(t *testing.T) {
-			p := &processRun{target: target, addr: target.Addr(t)}
-			p.run(t)
+			p := openProcessRun(t, target)
+			runCases(t, processCases(), func(t *testing.T, needs need) *processRun {
+				t.Helper()
+				skipLacking(t, needs, p.has)
+				return p
+			})
 		})
 	}
 }
 
-func (p *processRun) run(t *testing.T) {
-	target := p.target
+// processCase is a case of [RunProcesses].
+type processCase = testCase[*processRun]
+
+// processCases are the waves: on the target's database, then on its
+// secondary storage. Each proof that the waves can fail is a case of its
+// own, run on every target.
+func processCases() []processCase {
+	const db, storage = databaseTarget, storageTarget
+	return []processCase{
+		{"limiter", ruleProcessLimiter, db, limiterWave("limiter")},
+		{"limiter-write-combining", ruleProcessLimiter, db, limiterWave("limiter-write-combining")},
+		{"limiter-better-auth-window", ruleProcessLimiter, db, limiterWave("limiter-better-auth-window")},
+		{"window-roll", ruleProcessWindowRoll, db, limiterWave("window-roll")},
+		{"api-key-quota", ruleProcessKeys, db, keyWave("api-key-quota", false)},
+		{"api-key-rate-limit", ruleProcessKeys, db, keyWave("api-key-rate-limit", false)},
+		{"crash", ruleProcessCrash, db, processCrash},
+		{"catches-read-then-write", ruleProcessProof, db, catchesReadThenWrite},
+		{"storage-limiter", ruleProcessStorageLimiter, storage, storageLimiterWave},
+		{"storage-api-key-quota", ruleProcessKeys, storage, keyWave("storage-api-key-quota", true)},
+		{"storage-api-key-rate-limit", ruleProcessKeys, storage, keyWave("storage-api-key-rate-limit", true)},
+		{"storage-catches-read-then-write", ruleProcessProof, storage, storageCatchesReadThenWrite},
+	}
+}
+
+// The sentences of the contract the waves check.
+const (
+	ruleProcessLimiter        = "128 decisions from four processes at once on one key with a limit of 50 admit exactly 50, and the stored count is 50"
+	ruleProcessWindowRoll     = "on a full window that ended a millisecond before the processes' now, one process resets it and the 128 decisions admit and store exactly 50 in the new window"
+	ruleProcessKeys           = "an API key with a quota of 50, or a rate limit of 50 and no quota, verified 128 times from four processes at once, admits exactly 50 and stores remaining 0 or a request count of 50"
+	ruleProcessCrash          = "a process killed (SIGKILL) as a wave starts leaves the counter whole: at most the limit and at least what the survivors were told; a second wave admits exactly what is left"
+	ruleProcessStorageLimiter = "on a secondary storage, 128 decisions from four processes admit exactly 50 (and store 50 when the storage has a bounded increment)"
+	ruleProcessProof          = "the waves can fail: a limiter that reads, decides and writes without a guard is caught over-admitting within five waves"
+)
+
+// openProcessRun makes the target's tables and opens the test process's
+// own pool (and client) on them, all dropped when t ends.
+func openProcessRun(t *testing.T, target ProcessTarget) *processRun {
+	p := &processRun{target: target, addr: target.Addr(t)}
 	ctx := t.Context()
 	tag := fmt.Sprintf("p%d_%d", os.Getpid(), time.Now().UnixNano()%1_000_000)
 	if target.OpenDB != nil {
+		p.has |= databaseTarget
 		p.tables = map[string]string{}
 		for _, m := range core.BuiltinModels() {
 			p.tables[m.Name] = m.Name + "_" + tag
@@ -452,9 +494,9 @@ func (p *processRun) run(t *testing.T) {
 			})
 		}
 		p.db = db
-		p.runDB(t)
 	}
 	if target.OpenStorage != nil {
+		p.has |= storageTarget
 		p.prefix = "adaptertest-" + tag + ":"
 		s, closeStorage, err := target.OpenStorage(ctx, p.addr, p.prefix)
 		if err != nil {
@@ -469,105 +511,103 @@ func (p *processRun) run(t *testing.T) {
 			})
 		}
 		p.storage = s
-		p.runStorage(t)
 	}
+	return p
 }
 
-func (p *processRun) runDB(t *testing.T) {
-	for _, sc := range []string{"limiter", "limiter-write-combining", "limiter-better-auth-window", "window-roll"} {
-		t.Run(sc, func(t *testing.T) {
-			key := "processes-" + sc
-			if sc == "window-roll" {
-				// A full window that ended a millisecond before the processes'
-				// now: one of them resets it, the others count in the new one.
-				if _, err := p.db.Create(t.Context(), core.ModelRateLimit, map[string]any{"key": key,
-					"count": processLimit, "lastRequest": processNow.Add(-processRule.Window).UnixMilli()}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if err := exact(p.wave(t, sc, key, -1), p.stored(t, key)); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-	for _, sc := range []string{"api-key-quota", "api-key-rate-limit"} {
-		t.Run(sc, func(t *testing.T) { p.verifyWave(t, sc, false) })
-	}
-	t.Run("crash", func(t *testing.T) {
-		// One process is killed as the wave starts, perhaps inside a
-		// transaction or a write. The counter it leaves is whole: at most
-		// the limit, at least what the survivors were told; a second wave
-		// admits exactly what is left.
-		key := "processes-crash"
-		survivors := p.wave(t, "crash", key, 0)
-		stored := p.stored(t, key)
-		if stored > processLimit || stored < survivors {
-			t.Fatalf("after a crash: stored %d, survivors admitted %d, limit %d", stored, survivors, processLimit)
-		}
-		if second := p.wave(t, "crash", key, -1); second != processLimit-stored {
-			t.Errorf("second wave admitted %d, want %d (limit %d − %d stored)", second, processLimit-stored, processLimit, stored)
-		}
-		if got := p.stored(t, key); got != processLimit {
-			t.Errorf("stored after the second wave %d, want %d", got, processLimit)
-		}
-	})
-	t.Run("catches-read-then-write", func(t *testing.T) {
-		// The proof that these waves can fail: a limiter that reads,
-		// decides and writes without a guard is caught over-admitting
-		// (lost updates) within five waves, wherever the processes' writes
-		// interleave.
-		for i := range 5 {
-			key := fmt.Sprintf("processes-broken-%d", i)
+// limiterWave races the limiter scenario sc on a fresh key.
+func limiterWave(sc string) func(testing.TB, *processRun) {
+	return func(t testing.TB, p *processRun) {
+		key := "processes-" + sc
+		if sc == "window-roll" {
+			// A full window that ended a millisecond before the processes'
+			// now: one of them resets it, the others count in the new one.
 			if _, err := p.db.Create(t.Context(), core.ModelRateLimit, map[string]any{"key": key,
-				"count": 0, "lastRequest": processNow.UnixMilli()}); err != nil {
+				"count": processLimit, "lastRequest": processNow.Add(-processRule.Window).UnixMilli()}); err != nil {
 				t.Fatal(err)
 			}
-			if err := exact(p.wave(t, "read-then-write", key, -1), p.stored(t, key)); err != nil {
-				t.Logf("wave %d caught it: %v", i, err)
-				return
-			}
 		}
-		t.Error("five waves of a read-then-write limiter passed the check: it cannot catch over-admission here")
-	})
+		if err := exact(p.wave(t, sc, key, -1), p.stored(t, key)); err != nil {
+			t.Error(err)
+		}
+	}
 }
 
-func (p *processRun) runStorage(t *testing.T) {
-	t.Run("storage-limiter", func(t *testing.T) {
-		key := "processes-storage-limiter"
-		n := p.wave(t, "storage-limiter", key, -1)
-		v, ok, err := p.storage.Get(t.Context(), ratelimit.SecondaryPrefix+key)
-		if err != nil || !ok {
-			t.Fatalf("reading the counter: found %v, %v", ok, err)
-		}
-		// Without a bounded increment a denied request counts too, so only
-		// the admissions are exact then.
-		if _, bounded := p.storage.(driver.BoundedIncrementer); n != processLimit || (bounded && v != fmt.Sprint(processLimit)) {
-			t.Errorf("%d processes admitted %d and stored %s, want exactly %d", processCount, n, v, processLimit)
-		}
-	})
-	for _, sc := range []string{"storage-api-key-quota", "storage-api-key-rate-limit"} {
-		t.Run(sc, func(t *testing.T) { p.verifyWave(t, sc, true) })
+// keyWave races the API-key scenario sc.
+func keyWave(sc string, storage bool) func(testing.TB, *processRun) {
+	return func(t testing.TB, p *processRun) { p.verifyWave(t, sc, storage) }
+}
+
+// processCrash: one process is killed as the wave starts, perhaps inside
+// a transaction or a write.
+func processCrash(t testing.TB, p *processRun) {
+	key := "processes-crash"
+	survivors := p.wave(t, "crash", key, 0)
+	stored := p.stored(t, key)
+	if stored > processLimit || stored < survivors {
+		t.Fatalf("after a crash: stored %d, survivors admitted %d, limit %d", stored, survivors, processLimit)
 	}
-	t.Run("catches-read-then-write", func(t *testing.T) {
-		for i := range 5 {
-			key := fmt.Sprintf("processes-storage-broken-%d", i)
-			n := p.wave(t, "storage-read-then-write", key, -1)
-			v, _, err := p.storage.Get(t.Context(), key)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if stored, _ := strconv.ParseInt(v, 10, 64); n != processLimit || stored != processLimit {
-				t.Logf("wave %d caught it: admitted %d, stored %d, limit %d", i, n, stored, processLimit)
-				return
-			}
+	if second := p.wave(t, "crash", key, -1); second != processLimit-stored {
+		t.Errorf("second wave admitted %d, want %d (limit %d − %d stored)", second, processLimit-stored, processLimit, stored)
+	}
+	if got := p.stored(t, key); got != processLimit {
+		t.Errorf("stored after the second wave %d, want %d", got, processLimit)
+	}
+}
+
+// catchesReadThenWrite is the proof that the waves can fail: a limiter
+// that reads, decides and writes without a guard is caught over-admitting
+// (lost updates) within five waves, wherever the processes' writes
+// interleave.
+func catchesReadThenWrite(t testing.TB, p *processRun) {
+	for i := range 5 {
+		key := fmt.Sprintf("processes-broken-%d", i)
+		if _, err := p.db.Create(t.Context(), core.ModelRateLimit, map[string]any{"key": key,
+			"count": 0, "lastRequest": processNow.UnixMilli()}); err != nil {
+			t.Fatal(err)
 		}
-		t.Error("five waves of a read-then-write counter passed the check: it cannot catch over-admission here")
-	})
+		if err := exact(p.wave(t, "read-then-write", key, -1), p.stored(t, key)); err != nil {
+			t.Logf("wave %d caught it: %v", i, err)
+			return
+		}
+	}
+	t.Error("five waves of a read-then-write limiter passed the check: it cannot catch over-admission here")
+}
+
+func storageLimiterWave(t testing.TB, p *processRun) {
+	key := "processes-storage-limiter"
+	n := p.wave(t, "storage-limiter", key, -1)
+	v, ok, err := p.storage.Get(t.Context(), ratelimit.SecondaryPrefix+key)
+	if err != nil || !ok {
+		t.Fatalf("reading the counter: found %v, %v", ok, err)
+	}
+	// Without a bounded increment a denied request counts too, so only
+	// the admissions are exact then.
+	if _, bounded := p.storage.(driver.BoundedIncrementer); n != processLimit || (bounded && v != fmt.Sprint(processLimit)) {
+		t.Errorf("%d processes admitted %d and stored %s, want exactly %d", processCount, n, v, processLimit)
+	}
+}
+
+// storageCatchesReadThenWrite is catchesReadThenWrite on the storage.
+func storageCatchesReadThenWrite(t testing.TB, p *processRun) {
+	for i := range 5 {
+		key := fmt.Sprintf("processes-storage-broken-%d", i)
+		n := p.wave(t, "storage-read-then-write", key, -1)
+		v, _, err := p.storage.Get(t.Context(), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored, _ := strconv.ParseInt(v, 10, 64); n != processLimit || stored != processLimit {
+			t.Logf("wave %d caught it: admitted %d, stored %d, limit %d", i, n, stored, processLimit)
+			return
+		}
+	}
+	t.Error("five waves of a read-then-write counter passed the check: it cannot catch over-admission here")
 }
 
 // verifyWave creates a key with a quota of 50 and no rate limit, or a
 // rate limit of 50 and no quota, and has the processes verify it.
-func (p *processRun) verifyWave(t *testing.T, scenario string, storage bool) {
+func (p *processRun) verifyWave(t testing.TB, scenario string, storage bool) {
 	m, err := keyManager(p.db, p.storage, storage)
 	if err != nil {
 		t.Fatal(err)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -36,116 +34,39 @@ func roundsOf(n int) int {
 	return n
 }
 
-// raceVariant is one way of reaching the database: which core.DBs the
-// callers share, round-robin.
-type raceVariant struct {
-	suffix string
-	needs  func(features) string
-	dbs    func(f *Fixture) ([]*core.DB, error)
-	// native: the variant goes through the adapter's own IncrementOne, so a
-	// non-atomic one must be caught there.
-	native bool
-	rounds int
-}
+// The sentences of the contract the races check.
+const (
+	ruleGuardedDecrement = "a guarded decrement (budget > 0, budget - 1) from L with N > L concurrent callers admits exactly L and leaves 0, never below"
+	ruleBoundedIncrement = "an increment guarded by count < max with N > max concurrent callers admits exactly max and stores max"
+	ruleCASReset         = "a reset guarded on the observed value (lastRequest <= observed, then Set lastRequest = now) has exactly one winner, whose write is the one stored"
+	ruleMultiRow         = "where several rows match the guard, concurrent callers each change exactly one row: total budget B admits exactly B callers, and no caller misses while a matching row remains"
+)
 
-// raceVariants are the ways of reaching the database that each race runs
-// in. Under go test -short, which repeats a full run (CI's per-module
-// runs), the several-pool variants are left out too: their single-pool
-// siblings still run every race.
-func raceVariants() []raceVariant {
-	all := []raceVariant{
-		{
-			suffix: "",
-			dbs:    func(f *Fixture) ([]*core.DB, error) { return []*core.DB{f.DB}, nil },
-			native: true,
-			rounds: roundsOf(raceRounds),
-		},
-		{
-			suffix: "SeveralPools",
-			needs:  needSeveralPools,
-			dbs:    func(f *Fixture) ([]*core.DB, error) { return f.DBs(racePools) },
-			native: true,
-			rounds: roundsOf(raceRounds),
-		},
-		{
-			suffix: "Fallback",
-			needs:  needFallback,
-			dbs: func(f *Fixture) ([]*core.DB, error) {
-				db, err := core.New(f.Adapter, core.WithSchema(f.Schema), core.WithFallback())
-				return []*core.DB{db}, err
-			},
-			rounds: raceFallbackRounds,
-		},
-		{
-			suffix: "FallbackSeveralPools",
-			needs: func(c features) string {
-				if why := needFallback(c); why != "" {
-					return why
-				}
-				return needSeveralPools(c)
-			},
-			dbs: func(f *Fixture) ([]*core.DB, error) {
-				// DBs gives f.DB first, which is not forced onto the fallback
-				dbs, err := f.DBs(racePools+1, core.WithFallback())
-				if err != nil {
-					return nil, err
-				}
-				return dbs[1:], nil
-			},
-			rounds: raceFallbackRounds,
-		},
-	}
-	if testing.Short() {
-		all = slices.DeleteFunc(all, func(v raceVariant) bool { return strings.HasSuffix(v.suffix, "SeveralPools") })
-	}
-	return all
-}
-
-// raceBody is one race, run once per round on rows of its own.
-type raceBody struct {
-	name     string
-	contract string
-	run      func(ctx context.Context, f *Fixture, dbs []*core.DB, round int) error
-}
-
-// raceScenarios are the concurrent IncrementOne cases: every race body in
-// every variant.
-func raceScenarios() []scenario {
-	var out []scenario
-	for _, body := range []raceBody{
-		{"GuardedDecrement", "a guarded decrement (budget > 0, budget - 1) from L with N > L concurrent callers admits exactly L and leaves 0, never below", raceGuardedDecrement},
-		{"BoundedIncrement", "an increment guarded by count < max with N > max concurrent callers admits exactly max and stores max", raceBoundedIncrement},
-		{"CASReset", "a reset guarded on the observed value (lastRequest <= observed, then Set lastRequest = now) has exactly one winner, whose write is the one stored", raceCASReset},
-		{"MultiRowGuard", "where several rows match the guard, concurrent callers each change exactly one row: total budget B admits exactly B callers, and no caller misses while a matching row remains", raceMultiRow},
-	} {
-		for _, v := range raceVariants() {
-			out = append(out, scenario{
-				name:             body.name + v.suffix,
-				contract:         body.contract,
-				needs:            v.needs,
-				run:              raceRounder(body.run, v.dbs, v.rounds),
-				catchesNonAtomic: v.native,
-			})
+// race runs a race body once per round, each round on rows of its own,
+// with the callers the case asks for (f.callers), and reports every round
+// that went wrong. Through core's fallback, which core's own tests cover,
+// one round is enough, and it is the slowest path on every database.
+// Under go test -short, which repeats a full run (CI's per-module runs),
+// the several-pool cases skip: their single-pool siblings still run every
+// race.
+func race(body func(ctx context.Context, f *Fixture, dbs []*core.DB, round int) error) func(testing.TB, *Fixture) {
+	return func(t testing.TB, f *Fixture) {
+		if testing.Short() && f.needs&severalPools != 0 {
+			t.Skip("-short runs the single-pool variant of each race")
 		}
-	}
-	return out
-}
-
-// raceRounder runs a race body rounds times and reports every round that
-// went wrong.
-func raceRounder(body func(context.Context, *Fixture, []*core.DB, int) error, dbsOf func(*Fixture) ([]*core.DB, error), rounds int) func(context.Context, *Fixture) error {
-	return func(ctx context.Context, f *Fixture) error {
-		dbs, err := dbsOf(f)
+		rounds := roundsOf(raceRounds)
+		if f.needs&viaFallback != 0 {
+			rounds = raceFallbackRounds
+		}
+		dbs, err := f.callers()
 		if err != nil {
-			return fmt.Errorf("opening the callers' DBs: %w", err)
+			t.Fatalf("opening the callers' DBs: %v", err)
 		}
-		var errs []error
-		for round := 0; round < rounds; round++ {
-			if err := body(ctx, f, dbs, round); err != nil {
-				errs = append(errs, fmt.Errorf("round %d: %w", round, err))
+		for round := range rounds {
+			if err := body(f.Ctx, f, dbs, round); err != nil {
+				t.Errorf("round %d: %v", round, err)
 			}
 		}
-		return errors.Join(errs...)
 	}
 }
 

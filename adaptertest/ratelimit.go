@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -22,71 +23,42 @@ const (
 
 var rlRule = ratelimit.Rule{Window: time.Hour, Max: rlMax}
 
-// rateLimitScenarios are the rate limiter's concurrent cases. They run the
-// limiter's database storage on the harness's adapter, with a clock the
-// scenario moves by hand.
-func rateLimitScenarios() []scenario {
-	var list []scenario
-	for _, mode := range []struct {
-		name string
-		mode ratelimit.Mode
-	}{{"", ratelimit.FixedWindow}, {"BetterAuthWindow", ratelimit.BetterAuthWindow}} {
-		for _, pools := range []int{1, rlPools} {
-			for _, cost := range []int64{1, 3} {
-				name := fmt.Sprintf("BurstOnFreshKey%s/pools=%d/cost=%d", mode.name, pools, cost)
-				list = append(list, scenario{
-					name: name,
-					contract: fmt.Sprintf("%d concurrent requests of cost %d on one fresh key with max %d, over %d pool(s), admit exactly max/cost of them, and the stored count is what was admitted",
-						rlBurst, cost, rlMax, pools),
-					run:              func(ctx context.Context, f *Fixture) error { return rlFreshBurst(ctx, f, mode.mode, pools, cost) },
-					catchesNonAtomic: true,
-				})
-			}
-		}
-		for _, pools := range []int{1, rlPools} {
-			for _, late := range []time.Duration{0, 1500 * time.Millisecond} {
-				list = append(list, scenario{
-					name: fmt.Sprintf("WindowRollDuringBurst%s/pools=%d/late=%v", mode.name, pools, late),
-					contract: fmt.Sprintf("when a full window has ended (elapsed: the window + %v), %d concurrent requests over %d pool(s) reset it once and admit exactly max in the new window",
-						late, rlBurst, pools),
-					run:              func(ctx context.Context, f *Fixture) error { return rlWindowRoll(ctx, f, mode.mode, pools, late) },
-					catchesNonAtomic: true,
-				})
-			}
-		}
-	}
-	list = append(list, rlGCRAScenario(1), rlGCRAScenario(rlPools))
-	list = append(list, rlSlidingScenario(1), rlSlidingScenario(rlPools))
-	list = append(list, scenario{
-		name: "HostileKeysAreStorable",
-		contract: "a key built by ratelimit.SafeKey from hostile bytes (NUL, invalid UTF-8, control characters, 10 kB) is stored " +
-			"and limited like any other: max admitted, then denied, never an error (which fail-open would turn into admission)",
-		run: rlHostileKeys,
-	})
-	list = append(list, scenario{
-		name:     "RowDeletedBetweenReadAndWrite",
-		contract: "a rate-limit row deleted after the limiter read it and before its guarded write is created again, with no error",
-		run:      rlDeletedRow,
-	})
-	return list
+// The sentences of the contract the rate-limit cases check; the case's
+// name gives the pools and the cost.
+const (
+	ruleFreshBurst = "64 concurrent requests of one cost on one fresh key with max 10, over one pool or several, " +
+		"admit exactly max/cost of them, and the stored count is what was admitted"
+	ruleWindowRoll = "when a full window has ended (elapsed: the window, or the window + 1.5 s), 64 concurrent requests " +
+		"over one pool or several reset it once and admit exactly max in the new window"
+	ruleHostileKeys = "a key built by ratelimit.SafeKey from hostile bytes (NUL, invalid UTF-8, control characters, 10 kB) is stored " +
+		"and limited like any other: max admitted, then denied, never an error (which fail-open would turn into admission)"
+	ruleDeletedRow = "a rate-limit row deleted after the limiter read it and before its guarded write is created again, with no error"
+)
+
+// rlLate is how long after its end the second window-roll burst comes.
+const rlLate = 1500 * time.Millisecond
+
+// rlFreshBurst races requests of cost on a fresh key over pools DBs.
+func rlFreshBurst(mode ratelimit.Mode, pools int, cost int64) func(testing.TB, *Fixture) {
+	return checked(func(ctx context.Context, f *Fixture) error { return burstOnFreshKey(ctx, f, mode, pools, cost) })
 }
 
-// rlClock is a clock the scenarios move by hand.
-type rlClock struct{ ms atomic.Int64 }
-
-func (c *rlClock) now() time.Time { return time.UnixMilli(c.ms.Load()).UTC() }
+// rlWindowRoll races requests on a full window that ended late ago.
+func rlWindowRoll(mode ratelimit.Mode, pools int, late time.Duration) func(testing.TB, *Fixture) {
+	return checked(func(ctx context.Context, f *Fixture) error { return windowRollDuringBurst(ctx, f, mode, pools, late) })
+}
 
 // rlT0 is the scenarios' start: a fixed instant, so runs are repeatable.
 const rlT0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
 
-func rlLimiters(f *Fixture, clock *rlClock, mode ratelimit.Mode, pools int) ([]*ratelimit.Limiter, error) {
+func rlLimiters(f *Fixture, clock *Clock, mode ratelimit.Mode, pools int) ([]*ratelimit.Limiter, error) {
 	dbs, err := f.DBs(pools)
 	if err != nil {
 		return nil, err
 	}
 	var out []*ratelimit.Limiter
 	for _, db := range dbs {
-		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.now), ratelimit.WithMode(mode))
+		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.Now), ratelimit.WithMode(mode))
 		if err != nil {
 			return nil, err
 		}
@@ -137,9 +109,8 @@ func rlRow(ctx context.Context, f *Fixture, key string) (count, last int64, err 
 	return row.Int("count"), row.Int("lastRequest"), nil
 }
 
-func rlFreshBurst(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, cost int64) error {
-	clock := &rlClock{}
-	clock.ms.Store(rlT0)
+func burstOnFreshKey(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, cost int64) error {
+	clock := NewClock(time.UnixMilli(rlT0))
 	ls, err := rlLimiters(f, clock, mode, pools)
 	if err != nil {
 		return err
@@ -162,9 +133,8 @@ func rlFreshBurst(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools in
 	return nil
 }
 
-func rlWindowRoll(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, late time.Duration) error {
-	clock := &rlClock{}
-	clock.ms.Store(rlT0)
+func windowRollDuringBurst(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, late time.Duration) error {
+	clock := NewClock(time.UnixMilli(rlT0))
 	ls, err := rlLimiters(f, clock, mode, pools)
 	if err != nil {
 		return err
@@ -183,7 +153,7 @@ func rlWindowRoll(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools in
 	}
 	// One window later (late 0: the boundary instant, which opens a new window).
 	next := rlT0 + (rlRule.Window + late).Milliseconds()
-	clock.ms.Store(next)
+	clock.Set(time.UnixMilli(next))
 	admitted, err := rlRelease(ctx, ls, key, 1)
 	if err != nil {
 		return err
@@ -202,8 +172,7 @@ func rlWindowRoll(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools in
 }
 
 func rlDeletedRow(ctx context.Context, f *Fixture) error {
-	clock := &rlClock{}
-	clock.ms.Store(rlT0)
+	clock := NewClock(time.UnixMilli(rlT0))
 	const key = "deleted"
 	var armed atomic.Bool
 	var deleteErr error
@@ -216,7 +185,7 @@ func rlDeletedRow(ctx context.Context, f *Fixture) error {
 	if err != nil {
 		return err
 	}
-	l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.now))
+	l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.Now))
 	if err != nil {
 		return err
 	}
@@ -227,7 +196,7 @@ func rlDeletedRow(ctx context.Context, f *Fixture) error {
 	// increment and reads the row; the hook deletes it right after that
 	// read, before the guarded reset.
 	next := rlT0 + rlRule.Window.Milliseconds()
-	clock.ms.Store(next)
+	clock.Set(time.UnixMilli(next))
 	armed.Store(true)
 	d, err := l.Consume(ctx, key, rlRule)
 	if err != nil {

@@ -3,31 +3,28 @@ package adaptertest
 import (
 	"context"
 	"fmt"
+	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-// rlSlidingScenario races the SlidingWindow mode: on a fresh key (the
-// row's creation raced), then in the next window with the previous one
-// weighing (the creation raced again, the weight read), then later in that
-// window (the guarded increment raced, the weight decayed).
-func rlSlidingScenario(pools int) scenario {
-	return scenario{
-		name: fmt.Sprintf("SlidingWindowBurst/pools=%d", pools),
-		contract: fmt.Sprintf("under SlidingWindow, %d concurrent requests over %d pool(s) at one instant admit exactly max (%d) on a fresh key, "+
-			"then in the next window exactly max − the current count − ceil(previous count × the part of the previous window still covered), "+
-			"halfway through it and again later; each window's row holds what it admitted",
-			rlBurst, pools, rlMax),
-		run:              func(ctx context.Context, f *Fixture) error { return rlSliding(ctx, f, pools) },
-		catchesNonAtomic: true,
-	}
+// ruleSliding is what the sliding-window bursts check: on a fresh key
+// (the row's creation raced), then in the next window with the previous
+// one weighing (the creation raced again, the weight read), then later in
+// that window (the guarded increment raced, the weight decayed).
+const ruleSliding = "under SlidingWindow, 64 concurrent requests over one pool or several at one instant admit exactly max (10) on a fresh key, " +
+	"then in the next window exactly max − the current count − ceil(previous count × the part of the previous window still covered), " +
+	"halfway through it and again later; each window's row holds what it admitted"
+
+// rlSliding races the sliding window's three phases over pools DBs.
+func rlSliding(pools int) func(testing.TB, *Fixture) {
+	return checked(func(ctx context.Context, f *Fixture) error { return slidingBursts(ctx, f, pools) })
 }
 
-func rlSliding(ctx context.Context, f *Fixture, pools int) error {
-	clock := &rlClock{}
-	clock.ms.Store(rlT0)
+func slidingBursts(ctx context.Context, f *Fixture, pools int) error {
+	clock := NewClock(time.UnixMilli(rlT0))
 	ls, err := rlLimiters(f, clock, ratelimit.SlidingWindow, pools)
 	if err != nil {
 		return err
@@ -48,7 +45,7 @@ func rlSliding(ctx context.Context, f *Fixture, pools int) error {
 		// 5 + ceil(10 × 12/60) = 7: 3 fit.
 		{"next window, 48 minutes in", rlRule.Window + 48*time.Minute, 3, 1, 8},
 	} {
-		clock.ms.Store(rlT0 + step.at.Milliseconds())
+		clock.Set(time.UnixMilli(rlT0 + step.at.Milliseconds()))
 		admitted, err := rlRelease(ctx, ls, key, 1)
 		if err != nil {
 			return fmt.Errorf("%s: %w", step.name, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -54,44 +55,75 @@ type StorageHarnessMaker func(ctx context.Context, t *testing.T) (StorageHarness
 // against the storages newHarness makes: Get, Set and Delete, expiry,
 // Increment and driver.BoundedIncrementer, hostile keys and values, context
 // cancellation, keystore.Claimer, and races for exact counts and exactly one
-// winner per claim, on one client and on several. Run it from a test of
-// your storage's package:
+// winner per claim, on one client and on several. Each case is a subtest,
+// skipped with the reason when the storage or the harness lacks what it
+// needs. Run it from a test of your storage's package:
 //
 //	func TestStorageConformance(t *testing.T) { adaptertest.RunStorage(t, newStorageHarness) }
 func RunStorage(t *testing.T, newHarness StorageHarnessMaker) {
-	runStorageCases(t, newHarness, storageCases())
+	runCases(t, storageCases(), func(t *testing.T, needs need) *storageFixture {
+		t.Helper()
+		return newStorageFixture(t, newHarness, needs)
+	})
 }
 
-func runStorageCases(t *testing.T, newHarness StorageHarnessMaker, cases []storageCase) {
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			f := newStorageFixture(t, newHarness)
-			if c.needs != nil {
-				if why := c.needs(f); why != "" {
-					t.Skip(why)
-				}
-			}
-			if c.slow && !f.caps.ManualClock {
-				// It waits for a TTL to pass in real time: overlap the waits.
-				t.Parallel()
-			}
-			t.Logf("contract: %s", c.contract)
-			c.run(t, f)
-		})
+// storageCase is a case of [RunStorage].
+type storageCase = testCase[*storageFixture]
+
+// storageCases are the sequential cases, then the races.
+func storageCases() []storageCase { return append(storageSequentialCases(), storageRaceCases()...) }
+
+// storageSequentialCases check the storage one call at a time.
+func storageSequentialCases() []storageCase {
+	return []storageCase{
+		{"GetSetDelete", ruleGetSetDelete, 0, storageGetSetDelete},
+		{"SetExpires", ruleSetExpires, 0, waitsForTTL(storageSetExpires)},
+		{"IncrementCreatesAndAdds", ruleIncrementCreatesAndAdds, 0, storageIncrementCreatesAndAdds},
+		{"IncrementKeepsExpiry", ruleIncrementKeepsExpiry, 0, waitsForTTL(storageIncrementKeepsExpiry)},
+		{"IncrementTTLMustBePositive", ruleIncrementTTLMustBePositive, 0, storageIncrementTTLMustBePositive},
+		{"IncrementOfTextRefused", ruleIncrementOfText, 0, storageIncrementOfText},
+		{"BoundedAdmitsUpToMax", ruleBoundedUpToMax, boundedIncrement, storageBoundedUpToMax},
+		{"BoundedRefusalChangesNothing", ruleBoundedRefusal, boundedIncrement, storageBoundedRefusal},
+		{"BoundedKeepsExpiry", ruleBoundedKeepsExpiry, boundedIncrement, waitsForTTL(storageBoundedKeepsExpiry)},
+		{"HostileKeysAndValues", ruleHostileKeysAndValues, 0, storageHostileKeys},
+		{"ContextDone", ruleContextDone, 0, storageContextDone},
+		{"CreateOnlyWhereAbsent", ruleCreate, creates, storageCreate},
+		{"ClaimMissingKey", ruleClaimMissing, claims, storageClaimMissing},
+		{"ClaimFollowsApplyClaim", ruleClaimFollowsApplyClaim, claims, storageClaimFollowsApplyClaim},
+		{"ClaimChecksPermissions", ruleClaimChecksPermissions, claims, storageClaimChecksPermissions},
+		{"ClaimChecksHash", ruleClaimChecksHash, rerolls, storageClaimChecksHash},
+		{"ClaimSpendsNamedLimits", ruleClaimSpendsNamedLimits, claims, storageClaimSpendsNamedLimits},
+		{"ClaimSharesOwnerLimits", ruleClaimSharesOwnerLimits, sharesOwners, storageClaimSharesOwnerLimits},
+		{"PatchSetsFieldsKeepsOthers", rulePatch, claims, storagePatch},
+		{"ClaimAndPatchKeepExpiry", ruleClaimKeepsExpiry, claims, waitsForTTL(storageClaimKeepsExpiry)},
 	}
 }
 
-// storageCase is one case of the storage suite.
-type storageCase struct {
-	name     string
-	contract string                         // the sentence of the contract it checks
-	needs    func(f *storageFixture) string // why to skip; "" to run (nil: always run)
-	// slow: without a manual clock the case waits for a TTL in real time.
-	slow bool
-	// race: concurrent; the suite's own tests require it to fail against a
-	// storage that reads, computes and writes without a lock.
-	race bool
-	run  func(t testing.TB, f *storageFixture)
+// storageRaceCases release many callers at once, each race on one client
+// and on several.
+func storageRaceCases() []storageCase {
+	return []storageCase{
+		{"IncrementExact", ruleRaceIncrementExact, 0, storageRace(raceIncrementExact)},
+		{"IncrementExactSeveralClients", ruleRaceIncrementExact, severalClients, storageRace(raceIncrementExact)},
+		{"BoundedExact", ruleRaceBoundedExact, boundedIncrement, storageRace(raceBoundedExact)},
+		{"BoundedExactSeveralClients", ruleRaceBoundedExact, boundedIncrement | severalClients, storageRace(raceBoundedExact)},
+		{"CreateOneWinner", ruleRaceCreateOneWinner, creates, storageRace(raceCreateOneWinner)},
+		{"CreateOneWinnerSeveralClients", ruleRaceCreateOneWinner, creates | severalClients, storageRace(raceCreateOneWinner)},
+		{"ClaimOneWinnerPerKey", ruleRaceClaimOneWinner, claims, storageRace(raceClaimOneWinner)},
+		{"ClaimOneWinnerPerKeySeveralClients", ruleRaceClaimOneWinner, claims | severalClients, storageRace(raceClaimOneWinner)},
+		{"ClaimRefillOnce", ruleRaceClaimRefill, claims, storageRace(raceClaimRefill)},
+		{"ClaimRefillOnceSeveralClients", ruleRaceClaimRefill, claims | severalClients, storageRace(raceClaimRefill)},
+		{"ClaimRateLimitExact", ruleRaceClaimRateLimit, claims, storageRace(raceClaimRateLimit)},
+		{"ClaimRateLimitExactSeveralClients", ruleRaceClaimRateLimit, claims | severalClients, storageRace(raceClaimRateLimit)},
+		{"RerollKeepsClaims", ruleRaceRerollStorage, rerolls, storageRace(raceRerollStorage)},
+		{"RerollKeepsClaimsSeveralClients", ruleRaceRerollStorage, rerolls | severalClients, storageRace(raceRerollStorage)},
+		{"NamedLimitsExact", ruleRaceNamedLimitsStorage, claims, storageRace(raceNamedLimitsStorage)},
+		{"NamedLimitsExactSeveralClients", ruleRaceNamedLimitsStorage, claims | severalClients, storageRace(raceNamedLimitsStorage)},
+		{"OwnerLimitsExact", ruleRaceOwnerLimitsStorage, sharesOwners, storageRace(raceOwnerLimitsStorage)},
+		{"OwnerLimitsExactSeveralClients", ruleRaceOwnerLimitsStorage, sharesOwners | severalClients, storageRace(raceOwnerLimitsStorage)},
+		{"PatchKeepsConcurrentClaims", ruleRacePatchAndClaims, claims, storageRace(racePatchAndClaims)},
+		{"PatchKeepsConcurrentClaimsSeveralClients", ruleRacePatchAndClaims, claims | severalClients, storageRace(racePatchAndClaims)},
+	}
 }
 
 // storageFixture is one subtest's fresh storage harness.
@@ -100,11 +132,17 @@ type storageFixture struct {
 	h     StorageHarness
 	caps  StorageCapabilities
 	s     driver.SecondaryStorage
+	has   need          // what the storage and the harness have
+	needs need          // what the running case asked for
 	start time.Time     // real clock: when the fixture was made
 	moved time.Duration // manual clock: how far Advance has moved it
 }
 
-func newStorageFixture(t *testing.T, newHarness StorageHarnessMaker) *storageFixture {
+func (f *storageFixture) context() context.Context { return f.ctx }
+
+// newStorageFixture makes a fixture for a case that needs needs, and skips
+// t when the storage or the harness lacks one of them.
+func newStorageFixture(t *testing.T, newHarness StorageHarnessMaker, needs need) *storageFixture {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
@@ -117,7 +155,48 @@ func newStorageFixture(t *testing.T, newHarness StorageHarnessMaker) *storageFix
 	if err != nil {
 		t.Fatalf("making storage: %v", err)
 	}
-	return &storageFixture{ctx: ctx, h: h, caps: h.Capabilities(), s: s, start: time.Now()}
+	f := &storageFixture{ctx: ctx, h: h, caps: h.Capabilities(), s: s, needs: needs, start: time.Now()}
+	f.has = storageHas(s, f.caps)
+	skipLacking(t, needs, f.has)
+	return f
+}
+
+// storageHas is what the suite finds out about a storage by type
+// assertion, as the rate limiter and the API-key verifier do, and what its
+// harness declares.
+func storageHas(s driver.SecondaryStorage, declared StorageCapabilities) need {
+	var has need
+	if _, ok := s.(driver.BoundedIncrementer); ok {
+		has |= boundedIncrement
+	}
+	if _, ok := s.(keystore.Creator); ok {
+		has |= creates
+	}
+	if _, ok := s.(keystore.Claimer); ok {
+		has |= claims
+	}
+	if _, ok := s.(keystore.Rerollable); ok {
+		has |= rerolls
+	}
+	if _, ok := s.(keystore.OwnerSharing); ok {
+		has |= sharesOwners
+	}
+	if declared.SeveralClients {
+		has |= severalClients
+	}
+	return has
+}
+
+// waitsForTTL marks a case that, without a manual clock, waits for a TTL
+// to pass in real time: it runs in parallel with the others then, to
+// overlap the waits.
+func waitsForTTL(body func(testing.TB, *storageFixture)) func(testing.TB, *storageFixture) {
+	return func(t testing.TB, f *storageFixture) {
+		if tt, ok := t.(*testing.T); ok && !f.caps.ManualClock {
+			tt.Parallel()
+		}
+		body(t, f)
+	}
 }
 
 // clients returns n storages on the fixture's keyspace, as n application

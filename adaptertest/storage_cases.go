@@ -16,155 +16,7 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// storageCases is the storage suite: the sequential cases, then the races.
-func storageCases() []storageCase {
-	return append([]storageCase{
-		{
-			name:     "GetSetDelete",
-			contract: "Get returns the value at key and ok == false when there is none; Set stores value at key, replacing what was there; Delete removes key; a missing key is not an error",
-			run:      storageGetSetDelete,
-		},
-		{
-			name:     "SetExpires",
-			contract: "Set stores value at key; ttl 0 means no expiry: a value with a TTL is there until the TTL ends and gone from then on, one set with ttl 0 (over one that had a TTL, too) never expires",
-			slow:     true,
-			run:      storageSetExpires,
-		},
-		{
-			name:     "IncrementCreatesAndAdds",
-			contract: "Increment adds by to the counter at key in one atomic step; when the counter does not exist it is created with value by and expiry ttl; Get reads a counter in decimal",
-			run:      storageIncrementCreatesAndAdds,
-		},
-		{
-			name:     "IncrementKeepsExpiry",
-			contract: "an existing counter's expiry is never extended (a fixed window): it ends ttl after its creation whatever later increments ask, and the next increment creates it afresh",
-			slow:     true,
-			run:      storageIncrementKeepsExpiry,
-		},
-		{
-			name:     "IncrementTTLMustBePositive",
-			contract: "Increment: ttl must be positive; a ttl of 0 or below is core.ErrInvalid and creates nothing (IncrementBounded alike)",
-			run:      storageIncrementTTLMustBePositive,
-		},
-		{
-			name:     "IncrementOfTextRefused",
-			contract: "Increment adds to a counter: a value set with Set counts as one when it is a decimal integer; any other value is an error and stays as it was",
-			run:      storageIncrementOfText,
-		},
-		{
-			name:     "BoundedAdmitsUpToMax",
-			contract: "driver.BoundedIncrementer: add by only when the result stays at or below max; ok is false when it would not fit, and c then holds the current, unchanged counter",
-			needs:    needBounded,
-			run:      storageBoundedUpToMax,
-		},
-		{
-			name:     "BoundedRefusalChangesNothing",
-			contract: "driver.BoundedIncrementer: a denied request leaves the counter as it was, value and expiry (Value 0 when absent, and an absent counter is not created); a bounded increment of 0 with max -1 therefore reads the counter and its TTL",
-			needs:    needBounded,
-			run:      storageBoundedRefusal,
-		},
-		{
-			name:     "BoundedKeepsExpiry",
-			contract: "driver.BoundedIncrementer creates the counter with expiry ttl and, as Increment, never extends an existing counter's expiry; a refusal leaves it as it was",
-			needs:    needBounded,
-			slow:     true,
-			run:      storageBoundedKeepsExpiry,
-		},
-		{
-			name:     "HostileKeysAndValues",
-			contract: "a key or value is any string, byte for byte: empty, binary (NUL, invalid UTF-8), 64 KiB long, Unicode, glob and hash-tag characters; keys that differ only by trailing spaces, case or Unicode normalisation stay distinct",
-			run:      storageHostileKeys,
-		},
-		{
-			name:     "ContextDone",
-			contract: "a call whose context is already cancelled or past its deadline returns an error wrapping the context's error and changes nothing",
-			run:      storageContextDone,
-		},
-		{
-			name:     "CreateOnlyWhereAbsent",
-			contract: "keystore.Creator: Create stores the value, without expiry, where no live value is and reports true; where a value is, with or without a TTL, it reports false and changes nothing",
-			needs:    needCreator,
-			run:      storageCreate,
-		},
-		{
-			name:     "ClaimMissingKey",
-			contract: "keystore.Claimer: a missing key answers Found == false (and Patch ok == false), and neither creates it",
-			needs:    needClaimer,
-			run:      storageClaimMissing,
-		},
-		{
-			name:     "ClaimFollowsApplyClaim",
-			contract: "keystore.Claimer: Claim reads the stored key and decides and applies the verification exactly as keystore.Apply does, writing the key back when it changed",
-			needs:    needClaimer,
-			run:      storageClaimFollowsApplyClaim,
-		},
-		{
-			name:     "ClaimChecksPermissions",
-			contract: "keystore.Claimer: a claim that requires permissions answers as keystore.Apply does: INSUFFICIENT_PERMISSIONS, spending nothing, when the stored permissions (JSON text of resource → actions, none when malformed) lack one of RequireAll or hold none of RequireAny",
-			needs:    needClaimer,
-			run:      storageClaimChecksPermissions,
-		},
-		{
-			name:     "ClaimChecksHash",
-			contract: "keystore.Rerollable: a claim answers as keystore.Apply does on the hash presented (rule 0): found only for the key's hash, \"\", or an earlier hash whose grace in the rerolled JSON text ends after now; otherwise as if no key were stored, spending nothing",
-			needs:    needRerollable,
-			run:      storageClaimChecksHash,
-		},
-		{
-			name:     "ClaimSpendsNamedLimits",
-			contract: "keystore.Claimer: a claim that names limits answers and writes as keystore.Apply does (rule 5b): each named limit the key holds opens a window or adds its cost to its counter in limitCounts, and one without room answers RATE_LIMITED naming it, spending nothing anywhere",
-			needs:    needClaimer,
-			run:      storageClaimSpendsNamedLimits,
-		},
-		{
-			name:     "ClaimSharesOwnerLimits",
-			contract: "keystore.OwnerSharing: a claim naming limits with req.Owner answers and writes as keystore.Apply does with the owner's record (rule 5b): the key's limits, then the owner's, all spent or none; a denial on the owner's side sets OwnerLimit; a missing owner record holds no limits and is not created",
-			needs:    needOwnerSharing,
-			run:      storageClaimSharesOwnerLimits,
-		},
-		{
-			name:     "PatchSetsFieldsKeepsOthers",
-			contract: "keystore.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change",
-			needs:    needClaimer,
-			run:      storagePatch,
-		},
-		{
-			name:     "ClaimAndPatchKeepExpiry",
-			contract: "keystore.Claimer: Claim writes the key back keeping its expiry, and so does Patch (a rewrite that dropped it would keep a stored key past its TTL)",
-			needs:    needClaimer,
-			slow:     true,
-			run:      storageClaimKeepsExpiry,
-		},
-	}, storageRaceCases()...)
-}
-
-func needBounded(f *storageFixture) string {
-	if _, ok := f.s.(driver.BoundedIncrementer); !ok {
-		return fmt.Sprintf("%T does not implement driver.BoundedIncrementer", f.s)
-	}
-	return ""
-}
-
-func needRerollable(f *storageFixture) string {
-	if _, ok := f.s.(keystore.Rerollable); !ok {
-		return fmt.Sprintf("%T does not implement keystore.Rerollable", f.s)
-	}
-	return ""
-}
-
-func needOwnerSharing(f *storageFixture) string {
-	if _, ok := f.s.(keystore.OwnerSharing); !ok {
-		return fmt.Sprintf("%T does not implement keystore.OwnerSharing", f.s)
-	}
-	return ""
-}
-
-func needCreator(f *storageFixture) string {
-	if _, ok := f.s.(keystore.Creator); !ok {
-		return fmt.Sprintf("%T does not implement keystore.Creator", f.s)
-	}
-	return ""
-}
+const ruleCreate = "keystore.Creator: Create stores the value, without expiry, where no live value is and reports true; where a value is, with or without a TTL, it reports false and changes nothing"
 
 func storageCreate(t testing.TB, f *storageFixture) {
 	c := f.s.(keystore.Creator)
@@ -187,13 +39,6 @@ func storageCreate(t testing.TB, f *storageFixture) {
 	if v, _, _ := f.s.Get(f.ctx, "timed"); v != "kept" {
 		t.Fatalf("Create changed a stored value to %q", v)
 	}
-}
-
-func needClaimer(f *storageFixture) string {
-	if _, ok := f.s.(keystore.Claimer); !ok {
-		return fmt.Sprintf("%T does not implement keystore.Claimer", f.s)
-	}
-	return ""
 }
 
 // mustGet reads key, failing the test on an error.
@@ -227,6 +72,8 @@ func short(s string) string {
 	}
 	return strconv.Quote(s)
 }
+
+const ruleGetSetDelete = "Get returns the value at key and ok == false when there is none; Set stores value at key, replacing what was there; Delete removes key; a missing key is not an error"
 
 func storageGetSetDelete(t testing.TB, f *storageFixture) {
 	ctx := f.ctx
@@ -267,6 +114,8 @@ func storageGetSetDelete(t testing.TB, f *storageFixture) {
 	}
 }
 
+const ruleSetExpires = "Set stores value at key; ttl 0 means no expiry: a value with a TTL is there until the TTL ends and gone from then on, one set with ttl 0 (over one that had a TTL, too) never expires"
+
 func storageSetExpires(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
 	written := f.now()
@@ -291,6 +140,8 @@ func storageSetExpires(t testing.TB, f *storageFixture) {
 	wantValue(t, f, "renewed", "w")
 }
 
+const ruleIncrementCreatesAndAdds = "Increment adds by to the counter at key in one atomic step; when the counter does not exist it is created with value by and expiry ttl; Get reads a counter in decimal"
+
 func storageIncrementCreatesAndAdds(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
 	c, err := f.s.Increment(ctx, "n", 3, ttl)
@@ -311,6 +162,8 @@ func storageIncrementCreatesAndAdds(t testing.TB, f *storageFixture) {
 	}
 	wantValue(t, f, "neg", "-2")
 }
+
+const ruleIncrementKeepsExpiry = "an existing counter's expiry is never extended (a fixed window): it ends ttl after its creation whatever later increments ask, and the next increment creates it afresh"
 
 func storageIncrementKeepsExpiry(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
@@ -342,6 +195,8 @@ func storageIncrementKeepsExpiry(t testing.TB, f *storageFixture) {
 	f.checkTTL(t, "the counter created afresh", c.TTL, ttl)
 }
 
+const ruleIncrementTTLMustBePositive = "Increment: ttl must be positive; a ttl of 0 or below is core.ErrInvalid and creates nothing (IncrementBounded alike)"
+
 func storageIncrementTTLMustBePositive(t testing.TB, f *storageFixture) {
 	b, bounded := f.s.(driver.BoundedIncrementer)
 	for _, ttl := range []time.Duration{0, -time.Second} {
@@ -356,6 +211,8 @@ func storageIncrementTTLMustBePositive(t testing.TB, f *storageFixture) {
 	}
 	wantAbsent(t, f, "n", "every increment was refused")
 }
+
+const ruleIncrementOfText = "Increment adds to a counter: a value set with Set counts as one when it is a decimal integer; any other value is an error and stays as it was"
 
 func storageIncrementOfText(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
@@ -382,6 +239,8 @@ func storageIncrementOfText(t testing.TB, f *storageFixture) {
 	}
 }
 
+const ruleBoundedUpToMax = "driver.BoundedIncrementer: add by only when the result stays at or below max; ok is false when it would not fit, and c then holds the current, unchanged counter"
+
 func storageBoundedUpToMax(t testing.TB, f *storageFixture) {
 	b := f.s.(driver.BoundedIncrementer)
 	for i, step := range []struct {
@@ -403,6 +262,8 @@ func storageBoundedUpToMax(t testing.TB, f *storageFixture) {
 	}
 	wantValue(t, f, "b", "0")
 }
+
+const ruleBoundedRefusal = "driver.BoundedIncrementer: a denied request leaves the counter as it was, value and expiry (Value 0 when absent, and an absent counter is not created); a bounded increment of 0 with max -1 therefore reads the counter and its TTL"
 
 func storageBoundedRefusal(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
@@ -435,6 +296,8 @@ func storageBoundedRefusal(t testing.TB, f *storageFixture) {
 		wantValue(t, f, "b", "3")
 	}
 }
+
+const ruleBoundedKeepsExpiry = "driver.BoundedIncrementer creates the counter with expiry ttl and, as Increment, never extends an existing counter's expiry; a refusal leaves it as it was"
 
 func storageBoundedKeepsExpiry(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
@@ -499,6 +362,8 @@ func hostileValue(i int) string {
 	}
 }
 
+const ruleHostileKeysAndValues = "a key or value is any string, byte for byte: empty, binary (NUL, invalid UTF-8), 64 KiB long, Unicode, glob and hash-tag characters; keys that differ only by trailing spaces, case or Unicode normalisation stay distinct"
+
 func storageHostileKeys(t testing.TB, f *storageFixture) {
 	ctx, ttl := f.ctx, f.ttl()
 	keys := hostileKeys()
@@ -537,6 +402,8 @@ func storageHostileKeys(t testing.TB, f *storageFixture) {
 		wantValue(t, f, k, strconv.Itoa(i+1))
 	}
 }
+
+const ruleContextDone = "a call whose context is already cancelled or past its deadline returns an error wrapping the context's error and changes nothing"
 
 func storageContextDone(t testing.TB, f *storageFixture) {
 	ttl := f.ttl()
@@ -645,6 +512,8 @@ func show(v any) string {
 	return string(b)
 }
 
+const ruleClaimMissing = "keystore.Claimer: a missing key answers Found == false (and Patch ok == false), and neither creates it"
+
 func storageClaimMissing(t testing.TB, f *storageFixture) {
 	cl := f.s.(keystore.Claimer)
 	res, err := cl.Claim(f.ctx, "missing", keystore.Request{Now: claimBase, Cost: 1})
@@ -656,6 +525,8 @@ func storageClaimMissing(t testing.TB, f *storageFixture) {
 	}
 	wantAbsent(t, f, "missing", "Claim and Patch must not create a key")
 }
+
+const ruleClaimFollowsApplyClaim = "keystore.Claimer: Claim reads the stored key and decides and applies the verification exactly as keystore.Apply does, writing the key back when it changed"
 
 func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 	quota := claimKey(1, ptr64(2))
@@ -691,6 +562,8 @@ func storageClaimFollowsApplyClaim(t testing.TB, f *storageFixture) {
 		}
 	}
 }
+
+const ruleClaimChecksPermissions = "keystore.Claimer: a claim that requires permissions answers as keystore.Apply does: INSUFFICIENT_PERMISSIONS, spending nothing, when the stored permissions (JSON text of resource → actions, none when malformed) lack one of RequireAll or hold none of RequireAny"
 
 func storageClaimChecksPermissions(t testing.TB, f *storageFixture) {
 	texts := []*string{
@@ -762,6 +635,8 @@ func claimAsApplyClaim(t testing.TB, f *storageFixture, key string, want, owner 
 	return ref
 }
 
+const ruleClaimSharesOwnerLimits = "keystore.OwnerSharing: a claim naming limits with req.Owner answers and writes as keystore.Apply does with the owner's record (rule 5b): the key's limits, then the owner's, all spent or none; a denial on the owner's side sets OwnerLimit; a missing owner record holds no limits and is not created"
+
 func storageClaimSharesOwnerLimits(t testing.TB, f *storageFixture) {
 	ownerLimits := []*string{
 		ptrString(`{"requests":{"max":2,"window":1000},"tokens":{"max":15,"window":5000}}`),
@@ -820,6 +695,8 @@ func storageClaimSharesOwnerLimits(t testing.TB, f *storageFixture) {
 	}
 }
 
+const ruleClaimSpendsNamedLimits = "keystore.Claimer: a claim that names limits answers and writes as keystore.Apply does (rule 5b): each named limit the key holds opens a window or adds its cost to its counter in limitCounts, and one without room answers RATE_LIMITED naming it, spending nothing anywhere"
+
 func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 	limits := []*string{
 		ptrString(`{"requests":{"max":3,"window":1000},"tokens":{"max":10,"window":5000}}`),
@@ -866,6 +743,8 @@ func storageClaimSpendsNamedLimits(t testing.TB, f *storageFixture) {
 	}
 }
 
+const ruleClaimChecksHash = "keystore.Rerollable: a claim answers as keystore.Apply does on the hash presented (rule 0): found only for the key's hash, \"\", or an earlier hash whose grace in the rerolled JSON text ends after now; otherwise as if no key were stored, spending nothing"
+
 func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 	texts := []*string{
 		nil,
@@ -893,6 +772,8 @@ func storageClaimChecksHash(t testing.TB, f *storageFixture) {
 		t.Errorf("found %d times, not found %d times: the hashes must reach both", codes[true], codes[false])
 	}
 }
+
+const rulePatch = "keystore.Claimer: Patch sets the named fields (int64, bool, string or nil) and every other field, counters included, keeps its value; it returns the key after the change"
 
 func storagePatch(t testing.TB, f *storageFixture) {
 	cl := f.s.(keystore.Claimer)
@@ -923,6 +804,8 @@ func storagePatch(t testing.TB, f *storageFixture) {
 		t.Fatalf("before Patch: requestCount %d, remaining %d; want 1 and 4", before.RequestCount, *before.Remaining)
 	}
 }
+
+const ruleClaimKeepsExpiry = "keystore.Claimer: Claim writes the key back keeping its expiry, and so does Patch (a rewrite that dropped it would keep a stored key past its TTL)"
 
 func storageClaimKeepsExpiry(t testing.TB, f *storageFixture) {
 	cl := f.s.(keystore.Claimer)

@@ -21,113 +21,30 @@ import (
 // raceRounds times on fresh keys.
 const storageIncrements = 8 // increments per caller in IncrementExact
 
-// storageRace is one race, run once per round on keys of its own.
-type storageRace struct {
-	name     string
-	contract string
-	needs    func(f *storageFixture) string
-	run      func(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error
-}
-
-// storageRaceCases are the races, each on one client and on several.
-func storageRaceCases() []storageCase {
-	var out []storageCase
-	for _, r := range []storageRace{
-		{
-			name:     "IncrementExact",
-			contract: "Increment adds by in one atomic step: N callers adding 1 K times each leave exactly N×K, and the values they are handed are 1 to N×K, each once",
-			run:      raceIncrementExact,
-		},
-		{
-			name:     "BoundedExact",
-			contract: "driver.BoundedIncrementer adds only when the result stays at or below max, in one atomic step: with N > max callers exactly max/by are admitted, the counter ends at that total, and every refusal sees it",
-			needs:    needBounded,
-			run:      raceBoundedExact,
-		},
-		{
-			name:     "CreateOneWinner",
-			contract: "keystore.Creator stores a value only where none is, in one atomic step: of N callers creating one key at once, each with a value of its own, exactly one is told it created it, and the key holds that caller's value",
-			needs:    needCreator,
-			run:      raceCreateOneWinner,
-		},
-		{
-			name:     "ClaimOneWinnerPerKey",
-			contract: "keystore.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0",
-			needs:    needClaimer,
-			run:      raceClaimOneWinner,
-		},
-		{
-			name:     "ClaimRefillOnce",
-			contract: "keystore.Claimer, atomic: with a refill of A due, concurrent claims refill the key once, so exactly A of them are admitted",
-			needs:    needClaimer,
-			run:      raceClaimRefill,
-		},
-		{
-			name:     "ClaimRateLimitExact",
-			contract: "keystore.Claimer, atomic: a rate limit of M per window admits exactly M of many concurrent claims and spends exactly M of the quota",
-			needs:    needClaimer,
-			run:      raceClaimRateLimit,
-		},
-		{
-			name:     "RerollKeepsClaims",
-			contract: "keystore.Rerollable, through storage-only managers: a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left",
-			needs:    needRerollable,
-			run:      raceRerollStorage,
-		},
-		{
-			name:     "NamedLimitsExact",
-			contract: "keystore.Claimer, through storage-only managers: a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing",
-			needs:    needClaimer,
-			run:      raceNamedLimitsStorage,
-		},
-		{
-			name:     "OwnerLimitsExact",
-			contract: "keystore.OwnerSharing, through storage-only managers: two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions",
-			needs:    needOwnerSharing,
-			run:      raceOwnerLimitsStorage,
-		},
-		{
-			name:     "PatchKeepsConcurrentClaims",
-			contract: "keystore.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost",
-			needs:    needClaimer,
-			run:      racePatchAndClaims,
-		},
-	} {
-		for _, several := range []bool{false, true} {
-			c := storageCase{name: r.name, contract: r.contract, race: true}
-			if several {
-				c.name += "SeveralClients"
+// storageRace runs a storage race once per round (raceRounds, or one
+// under -short) on keys of its own, on one client or, when the case needs
+// severalClients, on racePools of them, and stops at the first round that
+// went wrong.
+func storageRace(body func(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error) func(testing.TB, *storageFixture) {
+	return func(t testing.TB, f *storageFixture) {
+		clients := []driver.SecondaryStorage{f.s}
+		if f.needs&severalClients != 0 {
+			var err error
+			if clients, err = f.clients(racePools); err != nil {
+				t.Fatal(err)
 			}
-			c.needs = func(f *storageFixture) string {
-				if several && !f.caps.SeveralClients {
-					return "the harness does not claim SeveralClients"
-				}
-				if r.needs != nil {
-					return r.needs(f)
-				}
-				return ""
+		}
+		rounds := roundsOf(raceRounds)
+		for round := range rounds {
+			if err := body(f.ctx, f, clients, round); err != nil {
+				t.Errorf("round %d of %d: %v", round+1, rounds, err)
+				return
 			}
-			c.run = func(t testing.TB, f *storageFixture) {
-				clients := []driver.SecondaryStorage{f.s}
-				if several {
-					var err error
-					if clients, err = f.clients(racePools); err != nil {
-						t.Fatal(err)
-					}
-				}
-				rounds := roundsOf(raceRounds)
-				for round := range rounds {
-					if err := r.run(f.ctx, f, clients, round); err != nil {
-						t.Errorf("round %d of %d: %v", round+1, rounds, err)
-						return
-					}
-				}
-			}
-			out = append(out, c)
 		}
 	}
-	return out
 }
+
+const ruleRaceIncrementExact = "Increment adds by in one atomic step: N callers adding 1 K times each leave exactly N×K, and the values they are handed are 1 to N×K, each once"
 
 func raceIncrementExact(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	key := "incr:" + strconv.Itoa(round)
@@ -160,6 +77,8 @@ func raceIncrementExact(ctx context.Context, f *storageFixture, clients []driver
 	}
 	return nil
 }
+
+const ruleRaceBoundedExact = "driver.BoundedIncrementer adds only when the result stays at or below max, in one atomic step: with N > max callers exactly max/by are admitted, the counter ends at that total, and every refusal sees it"
 
 func raceBoundedExact(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const limit = 10
@@ -272,6 +191,8 @@ func loadStored(ctx context.Context, f *storageFixture, key string) (keystore.Ke
 	return k, jsonValue(v, &k)
 }
 
+const ruleRaceCreateOneWinner = "keystore.Creator stores a value only where none is, in one atomic step: of N callers creating one key at once, each with a value of its own, exactly one is told it created it, and the key holds that caller's value"
+
 func raceCreateOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	key := "create:" + strconv.Itoa(round)
 	var errs errorList
@@ -302,6 +223,8 @@ func raceCreateOneWinner(ctx context.Context, f *storageFixture, clients []drive
 	return nil
 }
 
+const ruleRaceClaimOneWinner = "keystore.Claimer decides and applies a claim in one atomic step: on keys with one use left, concurrent claims have exactly one winner per key, the others are denied usage_exceeded, and each key ends at 0"
+
 func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	recs := make([]keystore.Key, 4)
 	for i := range recs {
@@ -330,6 +253,8 @@ func raceClaimOneWinner(ctx context.Context, f *storageFixture, clients []driver
 	return nil
 }
 
+const ruleRaceClaimRefill = "keystore.Claimer, atomic: with a refill of A due, concurrent claims refill the key once, so exactly A of them are admitted"
+
 func raceClaimRefill(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const amount = 5
 	rec := claimKey(int64(round+1), ptr64(0))
@@ -356,6 +281,8 @@ func raceClaimRefill(ctx context.Context, f *storageFixture, clients []driver.Se
 	return nil
 }
 
+const ruleRaceClaimRateLimit = "keystore.Claimer, atomic: a rate limit of M per window admits exactly M of many concurrent claims and spends exactly M of the quota"
+
 func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const limit, quota = 3, 1000
 	rec := claimKey(int64(round+1), ptr64(quota))
@@ -380,6 +307,8 @@ func raceClaimRateLimit(ctx context.Context, f *storageFixture, clients []driver
 	}
 	return nil
 }
+
+const ruleRacePatchAndClaims = "keystore.Claimer: Patch sets its fields in one atomic step and every other field, counters included, keeps its current value, so no concurrent claim is lost"
 
 func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	const quota, patchers = 1000, raceCallers / 4
@@ -428,6 +357,8 @@ func racePatchAndClaims(ctx context.Context, f *storageFixture, clients []driver
 	return nil
 }
 
+const ruleRaceRerollStorage = "keystore.Rerollable, through storage-only managers: a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left"
+
 // raceRerollStorage runs the API-key Rerolled scenario on storage-only
 // managers, one per client, sharing one clock.
 func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []driver.SecondaryStorage, round int) error {
@@ -438,6 +369,8 @@ func raceRerollStorage(ctx context.Context, _ *storageFixture, clients []driver.
 	return apiKeyRerolled(ctx, r)
 }
 
+const ruleRaceNamedLimitsStorage = "keystore.Claimer, through storage-only managers: a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing"
+
 // raceNamedLimitsStorage runs the API-key NamedLimits scenario on
 // storage-only managers, one per client.
 func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []driver.SecondaryStorage, round int) error {
@@ -447,6 +380,8 @@ func raceNamedLimitsStorage(ctx context.Context, _ *storageFixture, clients []dr
 	}
 	return apiKeyNamedLimits(ctx, r)
 }
+
+const ruleRaceOwnerLimitsStorage = "keystore.OwnerSharing, through storage-only managers: two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions"
 
 // raceOwnerLimitsStorage runs the API-key OwnerLimits scenario on
 // storage-only managers, one per client.
@@ -461,11 +396,10 @@ func raceOwnerLimitsStorage(ctx context.Context, _ *storageFixture, clients []dr
 // storageRound is an API-key race round on storage-only managers, one per
 // client, sharing one clock and a prefix of their own.
 func storageRound(clients []driver.SecondaryStorage, what string, round int) (*apiKeyRound, error) {
-	r := &apiKeyRound{nowMs: &atomic.Int64{}, gate: &atomic.Pointer[readBarrier]{}}
-	r.nowMs.Store(claimBase)
+	r := &apiKeyRound{clock: NewClock(time.UnixMilli(claimBase)), gate: &atomic.Pointer[readBarrier]{}}
 	prefix := fmt.Sprintf("%s:%d:%d:", what, round, time.Now().UnixNano())
 	for _, c := range clients {
-		m, err := apikey.NewStorageOnly(c, apikey.WithClock(r.now), apikey.WithStoragePrefix(prefix))
+		m, err := apikey.NewStorageOnly(c, apikey.WithClock(r.clock.Now), apikey.WithStoragePrefix(prefix))
 		if err != nil {
 			return nil, err
 		}

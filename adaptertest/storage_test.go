@@ -20,28 +20,17 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 )
 
-// storageClock is a manual clock for the storages under test.
-type storageClock struct{ ns atomic.Int64 }
-
-func newStorageClock() *storageClock {
-	c := &storageClock{}
-	c.ns.Store(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC).UnixNano())
-	return c
-}
-
-func (c *storageClock) now() time.Time { return time.Unix(0, c.ns.Load()).UTC() }
-
 // storeHarness serves one in-process storage; its peers are the same
 // storage, as every client of one server reaches the same keys. clock is
 // nil when the storage runs on real time.
 type storeHarness struct {
 	s     driver.SecondaryStorage
-	clock *storageClock
+	clock *Clock
 }
 
 func (h *storeHarness) MakeStorage(context.Context) (driver.SecondaryStorage, error) { return h.s, nil }
 func (h *storeHarness) MakePeer(context.Context) (driver.SecondaryStorage, error)    { return h.s, nil }
-func (h *storeHarness) Advance(d time.Duration)                                      { h.clock.ns.Add(int64(d)) }
+func (h *storeHarness) Advance(d time.Duration)                                      { h.clock.Advance(d) }
 func (h *storeHarness) Close()                                                       {}
 
 func (h *storeHarness) Capabilities() StorageCapabilities {
@@ -52,8 +41,8 @@ func (h *storeHarness) Capabilities() StorageCapabilities {
 // that newStore builds on that clock.
 func storeMaker[S driver.SecondaryStorage](newStore func(clock func() time.Time) S) StorageHarnessMaker {
 	return func(context.Context, *testing.T) (StorageHarness, error) {
-		c := newStorageClock()
-		return &storeHarness{s: newStore(c.now), clock: c}, nil
+		c := NewClock(time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC))
+		return &storeHarness{s: newStore(c.Now), clock: c}, nil
 	}
 }
 
@@ -324,20 +313,10 @@ func (s *racyStorage) Patch(ctx context.Context, key string, fields map[string]a
 var racyMaker = storeMaker(newRacyStorage)
 
 // runStorageRecorded runs one storage case on a fresh fixture with a
-// recorder in place of the test, and returns the recorder.
+// recorder in place of the test, and returns the recorder. The fixture
+// skips t when the storage lacks what the case needs.
 func runStorageRecorded(t *testing.T, newHarness StorageHarnessMaker, c storageCase) *recorder {
-	f := newStorageFixture(t, newHarness)
-	if c.needs != nil {
-		require.Empty(t, c.needs(f), "the case skips, so it proves nothing")
-	}
-	rec := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		c.run(rec, f)
-	}()
-	<-done
-	return rec
+	return record(t, c, newStorageFixture(t, newHarness, c.needs))
 }
 
 // TestStorageRacesCatchNonAtomicStorage is the proof that the storage
@@ -348,10 +327,7 @@ func TestStorageRacesCatchNonAtomicStorage(t *testing.T) {
 		t.Skip("the proof needs every round of each race; -short runs one")
 	}
 	races := 0
-	for _, c := range storageCases() {
-		if !c.race {
-			continue
-		}
+	for _, c := range storageRaceCases() {
 		races++
 		t.Run(c.name, func(t *testing.T) {
 			rec := runStorageRecorded(t, racyMaker, c)
@@ -368,10 +344,7 @@ func TestStorageRacesCatchNonAtomicStorage(t *testing.T) {
 // catch is the missing atomicity and nothing else: called one at a time,
 // the non-atomic storage keeps every sequential case.
 func TestNonAtomicStoragePassesSequentialCases(t *testing.T) {
-	for _, c := range storageCases() {
-		if c.race {
-			continue
-		}
+	for _, c := range storageSequentialCases() {
 		t.Run(c.name, func(t *testing.T) {
 			rec := runStorageRecorded(t, racyMaker, c)
 			require.False(t, rec.Failed(), "%v", rec.messages)

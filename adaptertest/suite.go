@@ -1,167 +1,188 @@
 package adaptertest
 
 import (
-	"context"
-	"fmt"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // Run runs the whole conformance suite against the adapters newHarness
-// makes: the IncrementOne contract, the race cases (contention retried
-// inside the adapter among them), and the rate-limit and API-key
-// scenarios. Run it from a test of your adapter's package:
+// makes: the contract cases (the IncrementOne contract and the rest of the
+// adapter surface), the race cases (contention retried inside the adapter
+// among them), and the rate-limit and API-key races. Each case is a
+// subtest on fresh tables, skipped with the reason when the adapter or the
+// harness lacks what it needs. Run it from a test of your adapter's
+// package:
 //
 //	func TestConformance(t *testing.T) { adaptertest.Run(t, newHarness) }
 func Run(t *testing.T, newHarness HarnessMaker) {
-	t.Run("Contract", func(t *testing.T) { runContract(t, newHarness) })
-	t.Run("Race", func(t *testing.T) {
-		runScenarios(t, newHarness, append(append(raceScenarios(), contentionScenarios()...), fallbackBurstScenarios()...))
-	})
-	t.Run("RateLimit", func(t *testing.T) { runScenarios(t, newHarness, rateLimitScenarios()) })
-	t.Run("APIKey", func(t *testing.T) { runScenarios(t, newHarness, apiKeyScenarios()) })
+	open := func(t *testing.T, needs need) *Fixture {
+		t.Helper()
+		return newFixture(t, newHarness, needs)
+	}
+	t.Run("Contract", func(t *testing.T) { runCases(t, contractCases(), open) })
+	t.Run("Race", func(t *testing.T) { runCases(t, raceCases(), open) })
+	t.Run("RateLimit", func(t *testing.T) { runCases(t, rateLimitCases(), open) })
+	t.Run("APIKey", func(t *testing.T) { runCases(t, apiKeyCases(), open) })
 }
 
-// scenario is one concurrent case. run returns nil when the adapter kept
-// the contract, or an error saying what went wrong, so that the suite's own
-// tests can assert that a broken adapter is caught.
-type scenario struct {
-	name     string
-	contract string                // the sentence of the contract it checks
-	needs    func(features) string // why to skip; "" to run (nil: always run)
-	run      func(ctx context.Context, f *Fixture) error
-	// catchesNonAtomic: the suite's own test asserts that this scenario
-	// fails against its deliberately non-atomic adapter.
-	catchesNonAtomic bool
-	// optionalTables: the scenario needs the optional models' tables
-	// (rerolledKey, apikeyLimit), which the others go without, saving
-	// their DDL in every fixture.
-	optionalTables bool
-}
+// dbCase is a case of [Run].
+type dbCase = testCase[*Fixture]
 
-func runScenarios(t *testing.T, newHarness HarnessMaker, list []scenario) {
-	for _, sc := range list {
-		t.Run(sc.name, func(t *testing.T) {
-			f := newFixture(t, newHarness, sc.optionalTables)
-			if sc.needs != nil {
-				if why := sc.needs(f.caps); why != "" {
-					t.Skip(why)
-				}
-			}
-			if err := sc.run(f.Ctx, f); err != nil {
-				t.Errorf("%s\ncontract: %s", err, sc.contract)
-			}
-		})
+// contractCases are the sequential cases, one per sentence of the adapter
+// contract, then the IncrementOne ones again through core's transaction
+// fallback (which is built on the adapter's FindOne and UpdateMany, so
+// they must keep the same contract).
+func contractCases() []dbCase {
+	return []dbCase{
+		{"OptionalInterfaces", ruleOptionalInterfaces, 0, caseOptionalInterfaces},
+		{"PositiveDelta", rulePositiveDelta, 0, casePositiveDelta},
+		{"NegativeDelta", ruleNegativeDelta, 0, caseNegativeDelta},
+		{"SeveralDeltasAndSet", ruleSeveralDeltasAndSet, 0, caseSeveralDeltasAndSet},
+		{"ReturnedRowIsStoredRow", ruleReturnedRowIsStoredRow, 0, caseReturnedRowIsStoredRow},
+		{"GuardMissChangesNothing", ruleGuardMissChangesNothing, 0, caseGuardMissChangesNothing},
+		{"EqNilIsNull", ruleEqNilIsNull, 0, caseEqNilIsNull},
+		{"DeltaOnNullStaysNull", ruleDeltaOnNullStaysNull, 0, caseDeltaOnNullStaysNull},
+		{"NullSatisfiesNoComparison", ruleNullSatisfiesNoComparison, 0, caseNullSatisfiesNoComparison},
+		{"SeveralRowsMatchOneChanges", ruleSeveralRowsMatchOneChanges, 0, caseSeveralRowsMatchOneChanges},
+		{"InvalidBeforeIO", ruleInvalidBeforeIO, 0, caseInvalidBeforeIO},
+		{"IdenticalRewriteIsAMatch", ruleIdenticalRewriteIsAMatch, 0, caseIdenticalRewriteIsAMatch},
+		{"TimesRoundTripAcrossZones", ruleTimesRoundTripAcrossZones, 0, caseTimesRoundTripAcrossZones},
+		{"CreateReturnsStoredRow", ruleCreateReturnsStoredRow, 0, caseCreateReturnsStoredRow},
+		{"FindOneFirstInKeyOrder", ruleFindOneFirstInKeyOrder, 0, caseFindOneFirstInKeyOrder},
+		{"FindManySortLimitOffset", ruleFindManySortLimitOffset, 0, caseFindManySortLimitOffset},
+		{"UpdateAtMostOne", ruleUpdateAtMostOne, 0, caseUpdateAtMostOne},
+		{"UpdateManyCountsMatched", ruleUpdateManyCountsMatched, 0, caseUpdateManyCountsMatched},
+		{"DeleteAtMostOne", ruleDeleteAtMostOne, 0, caseDeleteAtMostOne},
+		{"DeleteManyAndCount", ruleDeleteManyAndCount, 0, caseDeleteManyAndCount},
+		{"UniqueConflict", ruleUniqueConflict, 0, caseUniqueConflict},
+		{"InTxCommits", ruleInTxCommits, transactions, caseInTxCommits},
+		{"InTxRollsBack", ruleInTxRollsBack, transactions, caseInTxRollsBack},
+		{"NestedTransactionRollsBackItsOwnWrites", ruleNestedTransaction, transactions, caseNestedTransaction},
+		{"NestedInTxRollsBackItsOwnWrites", ruleNestedInTx, transactions, caseNestedInTx},
+		{"UnstorableStringsRefusedBeforeIO", ruleUnstorableStrings, 0, caseUnstorableStrings},
+		{"DistinctStringsStayDistinct", ruleDistinctStrings, 0, caseDistinctStrings},
+		{"IncrementOverflowRefused", ruleIncrementOverflow, 0, caseIncrementOverflow},
+		{"ConflictInsideTransactionKeepsItUsable", ruleConflictInTx, transactions, caseConflictInTx},
+		{"Operator_eq", ruleOperator, 0, caseOperator("eq")},
+		{"Operator_ne", ruleOperator, 0, caseOperator("ne")},
+		{"Operator_lt", ruleOperator, 0, caseOperator("lt")},
+		{"Operator_lte", ruleOperator, 0, caseOperator("lte")},
+		{"Operator_gt", ruleOperator, 0, caseOperator("gt")},
+		{"Operator_gte", ruleOperator, 0, caseOperator("gte")},
+		{"Operator_in", ruleOperator, 0, caseOperator("in")},
+		{"Operator_notin", ruleOperator, 0, caseOperator("not in")},
+
+		{"Fallback/PositiveDelta", rulePositiveDelta, viaFallback, casePositiveDelta},
+		{"Fallback/NegativeDelta", ruleNegativeDelta, viaFallback, caseNegativeDelta},
+		{"Fallback/SeveralDeltasAndSet", ruleSeveralDeltasAndSet, viaFallback, caseSeveralDeltasAndSet},
+		{"Fallback/ReturnedRowIsStoredRow", ruleReturnedRowIsStoredRow, viaFallback, caseReturnedRowIsStoredRow},
+		{"Fallback/GuardMissChangesNothing", ruleGuardMissChangesNothing, viaFallback, caseGuardMissChangesNothing},
+		{"Fallback/EqNilIsNull", ruleEqNilIsNull, viaFallback, caseEqNilIsNull},
+		{"Fallback/DeltaOnNullStaysNull", ruleDeltaOnNullStaysNull, viaFallback, caseDeltaOnNullStaysNull},
+		{"Fallback/NullSatisfiesNoComparison", ruleNullSatisfiesNoComparison, viaFallback, caseNullSatisfiesNoComparison},
+		{"Fallback/SeveralRowsMatchOneChanges", ruleSeveralRowsMatchOneChanges, viaFallback, caseSeveralRowsMatchOneChanges},
+		{"Fallback/InvalidBeforeIO", ruleInvalidBeforeIO, viaFallback, caseInvalidBeforeIO},
+		{"Fallback/IdenticalRewriteIsAMatch", ruleIdenticalRewriteIsAMatch, viaFallback, caseIdenticalRewriteIsAMatch},
+		{"Fallback/TimesRoundTripAcrossZones", ruleTimesRoundTripAcrossZones, viaFallback, caseTimesRoundTripAcrossZones},
+		{"Fallback/NestedInTxRollsBackItsOwnWrites", ruleNestedInTx, viaFallback, caseNestedInTx},
+		{"Fallback/DistinctStringsStayDistinct", ruleDistinctStrings, viaFallback, caseDistinctStrings},
+		{"Fallback/IncrementOverflowRefused", ruleIncrementOverflow, viaFallback, caseIncrementOverflow},
+		{"Fallback/Operator_eq", ruleOperator, viaFallback, caseOperator("eq")},
+		{"Fallback/Operator_ne", ruleOperator, viaFallback, caseOperator("ne")},
+		{"Fallback/Operator_lt", ruleOperator, viaFallback, caseOperator("lt")},
+		{"Fallback/Operator_lte", ruleOperator, viaFallback, caseOperator("lte")},
+		{"Fallback/Operator_gt", ruleOperator, viaFallback, caseOperator("gt")},
+		{"Fallback/Operator_gte", ruleOperator, viaFallback, caseOperator("gte")},
+		{"Fallback/Operator_in", ruleOperator, viaFallback, caseOperator("in")},
+		{"Fallback/Operator_notin", ruleOperator, viaFallback, caseOperator("not in")},
 	}
 }
 
-// Fixture is one subtest's fresh harness, with tables named for that
-// subtest and a core.DB on them.
-type Fixture struct {
-	Ctx     context.Context
-	Harness Harness
-	Schema  *core.Schema
-	Adapter driver.Adapter
-	DB      *core.DB
-	caps    features
-	tb      testing.TB
+// raceCases release many callers at once on one row or a few and check
+// exact outcomes: on one pool, over several, and through the fallback.
+func raceCases() []dbCase {
+	const pools, fallback = severalPools, viaFallback
+	return []dbCase{
+		{"GuardedDecrement", ruleGuardedDecrement, 0, race(raceGuardedDecrement)},
+		{"GuardedDecrementSeveralPools", ruleGuardedDecrement, pools, race(raceGuardedDecrement)},
+		{"GuardedDecrementFallback", ruleGuardedDecrement, fallback, race(raceGuardedDecrement)},
+		{"GuardedDecrementFallbackSeveralPools", ruleGuardedDecrement, fallback | pools, race(raceGuardedDecrement)},
+		{"BoundedIncrement", ruleBoundedIncrement, 0, race(raceBoundedIncrement)},
+		{"BoundedIncrementSeveralPools", ruleBoundedIncrement, pools, race(raceBoundedIncrement)},
+		{"BoundedIncrementFallback", ruleBoundedIncrement, fallback, race(raceBoundedIncrement)},
+		{"BoundedIncrementFallbackSeveralPools", ruleBoundedIncrement, fallback | pools, race(raceBoundedIncrement)},
+		{"CASReset", ruleCASReset, 0, race(raceCASReset)},
+		{"CASResetSeveralPools", ruleCASReset, pools, race(raceCASReset)},
+		{"CASResetFallback", ruleCASReset, fallback, race(raceCASReset)},
+		{"CASResetFallbackSeveralPools", ruleCASReset, fallback | pools, race(raceCASReset)},
+		{"MultiRowGuard", ruleMultiRow, 0, race(raceMultiRow)},
+		{"MultiRowGuardSeveralPools", ruleMultiRow, pools, race(raceMultiRow)},
+		{"MultiRowGuardFallback", ruleMultiRow, fallback, race(raceMultiRow)},
+		{"MultiRowGuardFallbackSeveralPools", ruleMultiRow, fallback | pools, race(raceMultiRow)},
+		{"DeadlockVictimsRetried", ruleMixedWrites, 0, caseMixedWrites},
+		{"FallbackBurstGetsThrough", ruleFallbackBurst, fallback, checked(fallbackBurst)},
+	}
 }
 
-var tableSeq atomic.Int64
-
-// NewFixture builds a harness with newHarness, creates uniquely named
-// tables for the built-in models and the suite's [CounterModel], and wraps
-// the adapter in a core.DB. Everything is released when the test ends.
-func NewFixture(t *testing.T, newHarness HarnessMaker) *Fixture {
-	t.Helper()
-	return newFixture(t, newHarness, true)
+// rateLimitCases run sluice's limiter on the adapter: bursts of
+// concurrent requests at one instant of a clock the case moves.
+func rateLimitCases() []dbCase {
+	fixed, betterAuth := ratelimit.FixedWindow, ratelimit.BetterAuthWindow
+	return []dbCase{
+		{"BurstOnFreshKey/pools=1/cost=1", ruleFreshBurst, 0, rlFreshBurst(fixed, 1, 1)},
+		{"BurstOnFreshKey/pools=1/cost=3", ruleFreshBurst, 0, rlFreshBurst(fixed, 1, 3)},
+		{"BurstOnFreshKey/pools=4/cost=1", ruleFreshBurst, 0, rlFreshBurst(fixed, rlPools, 1)},
+		{"BurstOnFreshKey/pools=4/cost=3", ruleFreshBurst, 0, rlFreshBurst(fixed, rlPools, 3)},
+		{"WindowRollDuringBurst/pools=1/late=0s", ruleWindowRoll, 0, rlWindowRoll(fixed, 1, 0)},
+		{"WindowRollDuringBurst/pools=1/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(fixed, 1, rlLate)},
+		{"WindowRollDuringBurst/pools=4/late=0s", ruleWindowRoll, 0, rlWindowRoll(fixed, rlPools, 0)},
+		{"WindowRollDuringBurst/pools=4/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(fixed, rlPools, rlLate)},
+		{"BurstOnFreshKeyBetterAuthWindow/pools=1/cost=1", ruleFreshBurst, 0, rlFreshBurst(betterAuth, 1, 1)},
+		{"BurstOnFreshKeyBetterAuthWindow/pools=1/cost=3", ruleFreshBurst, 0, rlFreshBurst(betterAuth, 1, 3)},
+		{"BurstOnFreshKeyBetterAuthWindow/pools=4/cost=1", ruleFreshBurst, 0, rlFreshBurst(betterAuth, rlPools, 1)},
+		{"BurstOnFreshKeyBetterAuthWindow/pools=4/cost=3", ruleFreshBurst, 0, rlFreshBurst(betterAuth, rlPools, 3)},
+		{"WindowRollDuringBurstBetterAuthWindow/pools=1/late=0s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, 1, 0)},
+		{"WindowRollDuringBurstBetterAuthWindow/pools=1/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, 1, rlLate)},
+		{"WindowRollDuringBurstBetterAuthWindow/pools=4/late=0s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, rlPools, 0)},
+		{"WindowRollDuringBurstBetterAuthWindow/pools=4/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, rlPools, rlLate)},
+		{"GCRABurst/pools=1", ruleGCRA, 0, rlGCRA(1)},
+		{"GCRABurst/pools=4", ruleGCRA, 0, rlGCRA(rlPools)},
+		{"SlidingWindowBurst/pools=1", ruleSliding, 0, rlSliding(1)},
+		{"SlidingWindowBurst/pools=4", ruleSliding, 0, rlSliding(rlPools)},
+		{"HostileKeysAreStorable", ruleHostileKeys, 0, checked(rlHostileKeys)},
+		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
+	}
 }
 
-// newFixture is NewFixture, with the optional models' tables only when
-// optional is set.
-func newFixture(t *testing.T, newHarness HarnessMaker, optional bool) *Fixture {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	t.Cleanup(cancel)
-	h, err := newHarness(ctx, t)
-	if err != nil {
-		t.Fatalf("making harness: %v", err)
+// apiKeyCases run sluice's key verifier on the adapter: many callers
+// verifying one key at once. Named limits, owner limits and rerolls write
+// inside transactions of their own.
+func apiKeyCases() []dbCase {
+	const pools, fallback, tx = severalPools, viaFallback, transactions | keyTables
+	return []dbCase{
+		{"LastUnit", ruleLastUnit, 0, keyRace(apiKeyLastUnit, raceRounds)},
+		{"LastUnitSeveralPools", ruleLastUnit, pools, keyRace(apiKeyLastUnit, raceRounds)},
+		{"LastUnitFallback", ruleLastUnit, fallback, keyRace(apiKeyLastUnit, raceRounds)},
+		{"LastUnitFallbackSeveralPools", ruleLastUnit, fallback | pools, keyRace(apiKeyLastUnit, raceRounds)},
+		{"RefillDue", ruleRefillDue, 0, keyRace(apiKeyRefillDue, raceRounds)},
+		{"RefillDueSeveralPools", ruleRefillDue, pools, keyRace(apiKeyRefillDue, raceRounds)},
+		{"RefillDueFallback", ruleRefillDue, fallback, keyRace(apiKeyRefillDue, raceRounds)},
+		{"RefillDueFallbackSeveralPools", ruleRefillDue, fallback | pools, keyRace(apiKeyRefillDue, raceRounds)},
+		{"RateLimitLastSlot", ruleRateLimitLastSlot, 0, keyRace(apiKeyRateLimitLastSlot, raceRounds)},
+		{"RateLimitLastSlotSeveralPools", ruleRateLimitLastSlot, pools, keyRace(apiKeyRateLimitLastSlot, raceRounds)},
+		{"RateLimitLastSlotFallback", ruleRateLimitLastSlot, fallback, keyRace(apiKeyRateLimitLastSlot, raceRounds)},
+		{"RateLimitLastSlotFallbackSeveralPools", ruleRateLimitLastSlot, fallback | pools, keyRace(apiKeyRateLimitLastSlot, raceRounds)},
+		{"PermissionRevoked", rulePermissionRevoked, 0, keyRace(apiKeyPermissionRevoked, raceRounds)},
+		{"PermissionRevokedSeveralPools", rulePermissionRevoked, pools, keyRace(apiKeyPermissionRevoked, raceRounds)},
+		{"PermissionRevokedFallback", rulePermissionRevoked, fallback, keyRace(apiKeyPermissionRevoked, raceRounds)},
+		{"PermissionRevokedFallbackSeveralPools", rulePermissionRevoked, fallback | pools, keyRace(apiKeyPermissionRevoked, raceRounds)},
+		// one round each: a transaction per caller, or four phases of 50
+		{"NamedLimits", ruleNamedLimits, tx, keyRace(apiKeyNamedLimits, 1)},
+		{"NamedLimitsSeveralPools", ruleNamedLimits, tx | pools, keyRace(apiKeyNamedLimits, 1)},
+		{"OwnerLimits", ruleOwnerLimits, tx, keyRace(apiKeyOwnerLimits, 1)},
+		{"OwnerLimitsSeveralPools", ruleOwnerLimits, tx | pools, keyRace(apiKeyOwnerLimits, 1)},
+		{"Rerolled", ruleRerolled, tx, keyRace(apiKeyRerolled, 1)},
+		{"RerolledSeveralPools", ruleRerolled, tx | pools, keyRace(apiKeyRerolled, 1)},
 	}
-	t.Cleanup(h.Close)
-	s := uniqueSchema(t.Name())
-	if !optional {
-		s = s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit)
-	}
-	a, err := h.MakeAdapter(ctx, s)
-	if err != nil {
-		t.Fatalf("making adapter: %v", err)
-	}
-	db, err := core.New(a, core.WithSchema(s))
-	if err != nil {
-		t.Fatalf("core.New: %v", err)
-	}
-	return &Fixture{Ctx: ctx, Harness: h, Schema: s, Adapter: a, DB: db, caps: featuresOf(a, h.Capabilities()), tb: t}
-}
-
-// uniqueSchema names every table after the test and a process-wide
-// sequence number, short enough for every dialect's identifier limit.
-func uniqueSchema(testName string) *core.Schema {
-	n := tableSeq.Add(1)
-	tag := fmt.Sprintf("t%d_%d", time.Now().UnixNano()%1e6, n)
-	_ = testName
-	naming := core.Naming{Tables: map[string]string{}}
-	for _, m := range append(core.BuiltinModels(), CounterModel()) {
-		naming.Tables[m.Name] = strings.ToLower(m.Name) + "_" + tag
-	}
-	return core.MustSchema(naming, CounterModel())
-}
-
-// DBs returns n core.DBs on the fixture's tables, as n application servers
-// would have: the first is f.DB; the others come from MakePeer when the
-// harness declares SeveralPools, and share f.Adapter otherwise. opts are
-// passed to core.New for every DB after the first.
-func (f *Fixture) DBs(n int, opts ...core.Option) ([]*core.DB, error) {
-	dbs := []*core.DB{f.DB}
-	for len(dbs) < n {
-		a := f.Adapter
-		if f.caps.pools {
-			var err error
-			if a, err = f.Harness.MakePeer(f.Ctx, f.Schema); err != nil {
-				return nil, fmt.Errorf("MakePeer: %w", err)
-			}
-		}
-		db, err := core.New(a, append([]core.Option{core.WithSchema(f.Schema)}, opts...)...)
-		if err != nil {
-			return nil, err
-		}
-		dbs = append(dbs, db)
-	}
-	return dbs, nil
-}
-
-// Release starts n goroutines, holds them at a barrier until all have
-// started, releases them at once, and waits for them all. fn receives the
-// goroutine's index.
-func Release(n int, fn func(i int)) {
-	var ready, done sync.WaitGroup
-	gate := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := 0; i < n; i++ {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-gate
-			fn(i)
-		}()
-	}
-	ready.Wait()
-	close(gate)
-	done.Wait()
 }
