@@ -64,7 +64,7 @@ func namedLimits(in map[string]limit) (map[string]apikey.NamedLimit, error) {
 	return out, nil
 }
 
-func (h *Handler) create(ctx context.Context, in createRequest) (createdKey, error) {
+func (h *Handler) create(ctx context.Context, in createRequest) (CreatedKey, error) {
 	p := apikey.CreateParams{
 		ReferenceID: in.ReferenceID, ConfigID: in.ConfigID, Name: in.Name, Prefix: in.Prefix,
 		Remaining: in.Remaining, Disabled: in.Enabled != nil && !*in.Enabled,
@@ -73,15 +73,15 @@ func (h *Handler) create(ctx context.Context, in createRequest) (createdKey, err
 	var err error
 	if in.ExpiresIn != nil {
 		if p.ExpiresIn, err = seconds("expiresIn", *in.ExpiresIn); err != nil {
-			return createdKey{}, err
+			return CreatedKey{}, err
 		}
 		if *in.ExpiresIn == 0 {
-			return createdKey{}, fieldError("expiresIn", "must be at least 1 second; leave it out for a key that never expires")
+			return CreatedKey{}, fieldError("expiresIn", "must be at least 1 second; leave it out for a key that never expires")
 		}
 	}
 	if in.RefillInterval != nil || in.RefillAmount != nil {
 		if p.Refill.Interval, err = millis("refillInterval", deref(in.RefillInterval)); err != nil {
-			return createdKey{}, err
+			return CreatedKey{}, err
 		}
 		p.Refill.Amount = deref(in.RefillAmount)
 	}
@@ -89,31 +89,31 @@ func (h *Handler) create(ctx context.Context, in createRequest) (createdKey, err
 		rl := apikey.RateLimit{Enabled: in.RateLimitEnabled == nil || *in.RateLimitEnabled}
 		if rl.Enabled {
 			if rl.Window, err = millis("rateLimitTimeWindow", deref(in.RateLimitTimeWindow)); err != nil {
-				return createdKey{}, err
+				return CreatedKey{}, err
 			}
 			rl.Max = deref(in.RateLimitMax)
 		}
 		p.RateLimit = &rl
 	}
 	if p.Limits, err = namedLimits(in.Limits); err != nil {
-		return createdKey{}, err
+		return CreatedKey{}, err
 	}
 	secret, k, err := h.cfg.Keys.Create(ctx, p)
 	if err != nil {
-		return createdKey{}, err
+		return CreatedKey{}, err
 	}
-	return createdKey{Key: secret, apiKey: toAPIKey(k)}, nil
+	return CreatedKey{Key: secret, APIKey: FromKey(k)}, nil
 }
 
-func (h *Handler) get(ctx context.Context, in getQuery) (apiKey, error) {
+func (h *Handler) get(ctx context.Context, in getQuery) (APIKey, error) {
 	if in.ID == 0 {
-		return apiKey{}, fieldError("id", "is required")
+		return APIKey{}, fieldError("id", "is required")
 	}
 	k, err := h.cfg.Keys.Get(ctx, in.ID)
 	if err != nil {
-		return apiKey{}, err
+		return APIKey{}, err
 	}
-	return toAPIKey(k), nil
+	return FromKey(k), nil
 }
 
 // DefaultPageSize is how many keys a page of GET /api-key/list holds when
@@ -146,9 +146,9 @@ func (h *Handler) list(ctx context.Context, in listQuery) (listResponse, error) 
 	if err != nil {
 		return listResponse{}, err
 	}
-	out := listResponse{APIKeys: make([]apiKey, 0, len(keys))}
+	out := listResponse{APIKeys: make([]APIKey, 0, len(keys))}
 	for _, k := range keys {
-		out.APIKeys = append(out.APIKeys, toAPIKey(k))
+		out.APIKeys = append(out.APIKeys, FromKey(k))
 	}
 	if next != 0 {
 		out.NextCursor = &next
@@ -156,9 +156,9 @@ func (h *Handler) list(ctx context.Context, in listQuery) (listResponse, error) 
 	return out, nil
 }
 
-func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) {
+func (h *Handler) update(ctx context.Context, in updateRequest) (APIKey, error) {
 	if in.KeyID == 0 {
-		return apiKey{}, fieldError("keyId", "is required")
+		return APIKey{}, fieldError("keyId", "is required")
 	}
 	u := apikey.UpdateParams{
 		Name: in.Name, Enabled: in.Enabled, Metadata: in.Metadata, Permissions: in.Permissions,
@@ -177,10 +177,10 @@ func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) 
 	case in.ExpiresIn.Set:
 		d, err := seconds("expiresIn", in.ExpiresIn.V)
 		if err != nil {
-			return apiKey{}, err
+			return APIKey{}, err
 		}
 		if d <= 0 {
-			return apiKey{}, fieldError("expiresIn", "must be at least 1 second; null removes the expiry")
+			return APIKey{}, fieldError("expiresIn", "must be at least 1 second; null removes the expiry")
 		}
 		u.ExpiresAt = ptr(h.cfg.Clock().Add(d))
 	}
@@ -190,7 +190,7 @@ func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) 
 		(in.RateLimitTimeWindow == nil) != (in.RateLimitMax == nil) && (in.RateLimitEnabled == nil || *in.RateLimitEnabled)
 	if partial {
 		if cur, err = h.cfg.Keys.Get(ctx, in.KeyID); err != nil {
-			return apiKey{}, err
+			return APIKey{}, err
 		}
 	}
 	if in.RefillInterval != nil || in.RefillAmount != nil {
@@ -200,7 +200,7 @@ func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) 
 		}
 		if in.RefillInterval != nil {
 			if r.Interval, err = millis("refillInterval", *in.RefillInterval); err != nil {
-				return apiKey{}, err
+				return APIKey{}, err
 			}
 		}
 		if in.RefillAmount != nil {
@@ -216,7 +216,7 @@ func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) 
 		rl.Enabled = in.RateLimitEnabled == nil || *in.RateLimitEnabled
 		if in.RateLimitTimeWindow != nil {
 			if rl.Window, err = millis("rateLimitTimeWindow", *in.RateLimitTimeWindow); err != nil {
-				return apiKey{}, err
+				return APIKey{}, err
 			}
 		}
 		if in.RateLimitMax != nil {
@@ -228,28 +228,28 @@ func (h *Handler) update(ctx context.Context, in updateRequest) (apiKey, error) 
 		u.RateLimit = &rl
 	}
 	if u.Limits, err = namedLimits(in.Limits); err != nil {
-		return apiKey{}, err
+		return APIKey{}, err
 	}
 	k, err := h.cfg.Keys.Update(ctx, in.KeyID, u)
 	if err != nil {
-		return apiKey{}, err
+		return APIKey{}, err
 	}
-	return toAPIKey(k), nil
+	return FromKey(k), nil
 }
 
-func (h *Handler) reroll(ctx context.Context, in rerollRequest) (createdKey, error) {
+func (h *Handler) reroll(ctx context.Context, in rerollRequest) (CreatedKey, error) {
 	if in.KeyID == 0 {
-		return createdKey{}, fieldError("keyId", "is required")
+		return CreatedKey{}, fieldError("keyId", "is required")
 	}
 	grace, err := millis("gracePeriod", in.GracePeriod)
 	if err != nil {
-		return createdKey{}, err
+		return CreatedKey{}, err
 	}
 	secret, k, err := h.cfg.Keys.Reroll(ctx, in.KeyID, grace)
 	if err != nil {
-		return createdKey{}, err
+		return CreatedKey{}, err
 	}
-	return createdKey{Key: secret, apiKey: toAPIKey(k)}, nil
+	return CreatedKey{Key: secret, APIKey: FromKey(k)}, nil
 }
 
 func (h *Handler) delete(ctx context.Context, in keyIDRequest) (successResponse, error) {
@@ -283,7 +283,7 @@ func (h *Handler) verify(ctx context.Context, in verifyRequest) (verifyResponse,
 		out.Error = &verifyError{Code: string(r.Code), Message: r.Code.Message()}
 	}
 	if r.Key != nil {
-		out.Key = ptr(toAPIKey(r.Key))
+		out.Key = ptr(FromKey(r.Key))
 	}
 	return out, nil
 }

@@ -11,8 +11,9 @@ import (
 // endpoints: durations in milliseconds (expiresIn in seconds, as there),
 // times as RFC 3339 text.
 
-// apiKey is a key as the API shows it: never its secret, never its hash.
-type apiKey struct {
+// APIKey is a key as the API shows it, in JSON: never its secret, never
+// its hash. The sluice command prints keys in this form too.
+type APIKey struct {
 	ID                  int64                `json:"id"`
 	ConfigID            string               `json:"configId"`
 	Name                string               `json:"name"`
@@ -34,7 +35,7 @@ type apiKey struct {
 	UpdatedAt           time.Time            `json:"updatedAt"`
 	Permissions         map[string][]string  `json:"permissions"`
 	Metadata            map[string]any       `json:"metadata"`
-	Limits              map[string]limitInfo `json:"limits"`
+	Limits              map[string]LimitInfo `json:"limits"`
 }
 
 // limit is a named limit as a request sets it.
@@ -43,22 +44,23 @@ type limit struct {
 	TimeWindow int64 `json:"timeWindow" doc:"milliseconds"`
 }
 
-// limitInfo is a named limit with its counter.
-type limitInfo struct {
+// LimitInfo is a named limit with its counter, as [APIKey] shows it.
+type LimitInfo struct {
 	Max         int64      `json:"max"`
 	TimeWindow  int64      `json:"timeWindow" doc:"milliseconds"`
 	Count       int64      `json:"count"`
 	WindowStart *time.Time `json:"windowStart"`
 }
 
-func toAPIKey(k *apikey.Key) apiKey {
-	a := apiKey{
+// FromKey is k as the API shows it.
+func FromKey(k *apikey.Key) APIKey {
+	a := APIKey{
 		ID: k.ID, ConfigID: k.ConfigID, Name: k.Name, Start: k.Start, Prefix: k.Prefix,
 		ReferenceID: k.ReferenceID, Enabled: k.Enabled, RateLimitEnabled: k.RateLimit.Enabled,
 		RequestCount: k.RequestCount, LastRequest: timeOrNil(k.LastRequest),
 		LastRefillAt: timeOrNil(k.LastRefillAt), ExpiresAt: timeOrNil(k.ExpiresAt),
 		CreatedAt: k.CreatedAt, UpdatedAt: k.UpdatedAt,
-		Permissions: k.Permissions, Metadata: k.Metadata, Limits: map[string]limitInfo{},
+		Permissions: k.Permissions, Metadata: k.Metadata, Limits: map[string]LimitInfo{},
 	}
 	if k.Permissions == nil {
 		a.Permissions = map[string][]string{}
@@ -76,15 +78,15 @@ func toAPIKey(k *apikey.Key) apiKey {
 		a.RefillInterval, a.RefillAmount = ptr(k.Refill.Interval.Milliseconds()), ptr(k.Refill.Amount)
 	}
 	for name, l := range k.Limits {
-		a.Limits[name] = limitInfo{Max: l.Max, TimeWindow: l.Window.Milliseconds(), Count: l.Count, WindowStart: timeOrNil(l.WindowStart)}
+		a.Limits[name] = LimitInfo{Max: l.Max, TimeWindow: l.Window.Milliseconds(), Count: l.Count, WindowStart: timeOrNil(l.WindowStart)}
 	}
 	return a
 }
 
-// createdKey is a new (or rerolled) key with its secret, shown this once.
-type createdKey struct {
+// CreatedKey is a new (or rerolled) key with its secret, shown this once.
+type CreatedKey struct {
 	Key string `json:"key" doc:"the secret: shown this once, never stored"`
-	apiKey
+	APIKey
 }
 
 type createRequest struct {
@@ -119,7 +121,7 @@ type listQuery struct {
 }
 
 type listResponse struct {
-	APIKeys    []apiKey `json:"apiKeys"`
+	APIKeys    []APIKey `json:"apiKeys"`
 	NextCursor *int64   `json:"nextCursor" doc:"the cursor of the next page; null: this was the last"`
 }
 
@@ -167,7 +169,7 @@ type verifyError struct {
 type verifyResponse struct {
 	Valid bool         `json:"valid"`
 	Error *verifyError `json:"error"`
-	Key   *apiKey      `json:"key"`
+	Key   *APIKey      `json:"key"`
 }
 
 type eventsQuery struct {
