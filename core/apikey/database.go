@@ -168,18 +168,6 @@ func (d *dbStore) byID(ctx context.Context, id int64) (*keystore.Key, error) {
 	return s, d.attachLimits(ctx, s)
 }
 
-func (d *dbStore) list(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
-	where := []core.Where{core.Eq("referenceId", ref)}
-	if after > 0 {
-		where = append(where, core.Gt("id", after))
-	}
-	list, err := d.findMany(ctx, where, limit)
-	if err != nil {
-		return nil, err
-	}
-	return list, d.attachLimits(ctx, list...)
-}
-
 func (d *dbStore) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	set := make(map[string]any, len(f))
 	limits, setLimits := f["limits"]

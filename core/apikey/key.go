@@ -169,6 +169,19 @@ func usage(s *keystore.Key) map[string]LimitUsage {
 	return out
 }
 
+// toKeys converts a list of stored keys.
+func toKeys(list []*keystore.Key) ([]*Key, error) {
+	out := make([]*Key, 0, len(list))
+	for _, s := range list {
+		k, err := toKey(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
 // storedRow is a keystore.Key with room for what its pointers point to, so
 // that converting a row allocates once rather than once per nullable field.
 type storedRow struct {

@@ -151,20 +151,12 @@ func (m *Manager) List(ctx context.Context, referenceID string) ([]*Key, error) 
 	if err := m.initialised("List"); err != nil {
 		return nil, err
 	}
-	list, err := m.store.list(ctx, referenceID, 0, 0)
+	list, err := m.store.search(ctx, Filter{ReferenceID: referenceID, byOwner: true}, 0, 0)
 	if err != nil {
 		return nil, err
 	}
 	slices.SortStableFunc(list, func(a, b *keystore.Key) int { return cmp.Compare(a.CreatedAt, b.CreatedAt) })
-	out := make([]*Key, 0, len(list))
-	for _, s := range list {
-		k, err := toKey(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, k)
-	}
-	return out, nil
+	return toKeys(list)
 }
 
 // Update changes a key and returns it as stored. An unknown id fails with
@@ -237,29 +229,5 @@ func (m *Manager) DeleteExpired(ctx context.Context) (int64, error) {
 // must be in [1, MaxPageSize]. Keys created while paging appear on a later
 // page when their ids are above the cursor.
 func (m *Manager) ListPage(ctx context.Context, referenceID string, after int64, limit int) (keys []*Key, next int64, err error) {
-	if err := m.initialised("ListPage"); err != nil {
-		return nil, 0, err
-	}
-	switch {
-	case limit < 1 || limit > MaxPageSize:
-		return nil, 0, invalidf("ListPage: limit %d is outside [1, %d]", limit, MaxPageSize)
-	case after < 0:
-		return nil, 0, invalidf("ListPage: cursor %d is negative", after)
-	}
-	list, err := m.store.list(ctx, referenceID, after, limit)
-	if err != nil {
-		return nil, 0, err
-	}
-	keys = make([]*Key, 0, len(list))
-	for _, s := range list {
-		k, err := toKey(s)
-		if err != nil {
-			return nil, 0, err
-		}
-		keys = append(keys, k)
-	}
-	if len(keys) == limit {
-		next = keys[len(keys)-1].ID
-	}
-	return keys, next, nil
+	return m.page(ctx, "ListPage", Filter{ReferenceID: referenceID, byOwner: true}, after, limit)
 }

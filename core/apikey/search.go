@@ -2,8 +2,6 @@ package apikey
 
 import (
 	"context"
-	"fmt"
-	"slices"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -19,6 +17,9 @@ type Filter struct {
 	// ExpiresBefore keeps the keys with an expiry before it (expired ones
 	// included); keys that never expire are left out. Zero: any expiry.
 	ExpiresBefore time.Time
+	// byOwner selects by ReferenceID even when it is "", as List and
+	// ListPage do (no key has no owner, so they find none).
+	byOwner bool
 }
 
 // Search returns up to limit keys that f selects, whose ids are above
@@ -31,37 +32,27 @@ type Filter struct {
 // is required there (without it the error wraps [core.ErrUnsupported]), and
 // the storage must implement [keystore.Indexer].
 func (m *Manager) Search(ctx context.Context, f Filter, after int64, limit int) (keys []*Key, next int64, err error) {
-	if err := m.initialised("Search"); err != nil {
+	return m.page(ctx, "Search", f, after, limit)
+}
+
+// page is Search and ListPage: a page of the keys f selects and the
+// cursor of the next.
+func (m *Manager) page(ctx context.Context, op string, f Filter, after int64, limit int) (keys []*Key, next int64, err error) {
+	if err := m.initialised(op); err != nil {
 		return nil, 0, err
 	}
 	switch {
 	case limit < 1 || limit > MaxPageSize:
-		return nil, 0, invalidf("Search: limit %d is outside [1, %d]", limit, MaxPageSize)
+		return nil, 0, invalidf("%s: limit %d is outside [1, %d]", op, limit, MaxPageSize)
 	case after < 0:
-		return nil, 0, invalidf("Search: cursor %d is negative", after)
+		return nil, 0, invalidf("%s: cursor %d is negative", op, after)
 	}
-	var list []*keystore.Key
-	switch st := m.store.(type) {
-	case *dbStore:
-		list, err = st.search(ctx, f, after, limit)
-	case *storageStore:
-		if f.ReferenceID == "" {
-			return nil, 0, fmt.Errorf("apikey: Search: %w: in storage-only mode keys are found by owner; set Filter.ReferenceID", core.ErrUnsupported)
-		}
-		list, err = st.list(ctx, f.ReferenceID, after, 0)
-		list = slices.DeleteFunc(list, func(s *keystore.Key) bool { return !f.selects(s) })
-		list = list[:min(len(list), limit)]
-	}
+	list, err := m.store.search(ctx, f, after, limit)
 	if err != nil {
 		return nil, 0, err
 	}
-	keys = make([]*Key, 0, len(list))
-	for _, s := range list {
-		k, err := toKey(s)
-		if err != nil {
-			return nil, 0, err
-		}
-		keys = append(keys, k)
+	if keys, err = toKeys(list); err != nil {
+		return nil, 0, err
 	}
 	if len(keys) == limit {
 		next = keys[len(keys)-1].ID
@@ -69,10 +60,10 @@ func (m *Manager) Search(ctx context.Context, f Filter, after int64, limit int) 
 	return keys, next, nil
 }
 
-// search is f as where clauses, so the database filters and pages.
+// search is f as where clauses, so that the database filters and pages.
 func (d *dbStore) search(ctx context.Context, f Filter, after int64, limit int) ([]*keystore.Key, error) {
 	where := []core.Where{core.Gt("id", after)}
-	if f.ReferenceID != "" {
+	if f.ReferenceID != "" || f.byOwner {
 		where = append(where, core.Eq("referenceId", f.ReferenceID))
 	}
 	if f.Prefix != "" {

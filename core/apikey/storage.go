@@ -191,14 +191,17 @@ func (st *storageStore) members(ctx context.Context, set, what string) ([]*keyst
 	return out, nil
 }
 
-// list reads all the owner's keys, and cuts: a storage has no order to
-// ask for.
-func (st *storageStore) list(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error) {
-	list, err := st.members(ctx, st.refSet(ref), "List")
+// search reads all the keys of f's owner, the only way a storage finds
+// keys, and keeps those f selects: a storage has no query.
+func (st *storageStore) search(ctx context.Context, f Filter, after int64, limit int) ([]*keystore.Key, error) {
+	if f.ReferenceID == "" && !f.byOwner {
+		return nil, fmt.Errorf("apikey: Search: %w: in storage-only mode keys are found by owner; set Filter.ReferenceID", core.ErrUnsupported)
+	}
+	list, err := st.members(ctx, st.refSet(f.ReferenceID), "List")
 	if err != nil {
 		return nil, err
 	}
-	list = slices.DeleteFunc(list, func(s *keystore.Key) bool { return s.ID <= after })
+	list = slices.DeleteFunc(list, func(s *keystore.Key) bool { return s.ID <= after || !f.selects(s) })
 	slices.SortFunc(list, func(a, b *keystore.Key) int { return cmp.Compare(a.ID, b.ID) })
 	if limit > 0 {
 		list = list[:min(len(list), limit)]

@@ -22,9 +22,9 @@ type store interface {
 	verify(ctx context.Context, hash string, cost int64, req *required, spend []keystore.LimitSpend) (Result, error)
 	create(ctx context.Context, s *keystore.Key) error
 	byID(ctx context.Context, id int64) (*keystore.Key, error) // nil for none
-	// list is an owner's keys with ids above after, in id order, at most
-	// limit (0: all).
-	list(ctx context.Context, ref string, after int64, limit int) ([]*keystore.Key, error)
+	// search is the keys f selects with ids above after, in id order, at
+	// most limit (0: all).
+	search(ctx context.Context, f Filter, after int64, limit int) ([]*keystore.Key, error)
 	// update sets the fields f (JSON names of keystore.Key; times in epoch
 	// ms) of key id; nil for an unknown id.
 	update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error)
