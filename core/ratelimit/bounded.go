@@ -135,3 +135,10 @@ func (b *boundedMap[V]) len() int {
 	}
 	return n
 }
+
+// remove deletes key.
+func (b *boundedMap[V]) remove(key string) {
+	s := b.lock(key)
+	delete(s.m, key)
+	s.mu.Unlock()
+}

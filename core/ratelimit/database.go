@@ -96,8 +96,15 @@ func (s *dbStorage) fits(key string) error {
 	return nil
 }
 
-// consume decides a lone request: a claim of cost units (counterrow.go).
+// consume decides a lone request: under a fixed or Better Auth window, a
+// claim of cost units (counterrow.go).
 func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
+	switch m {
+	case SlidingWindow:
+		return s.consumeSliding(ctx, key, rule, cost, now, attempts)
+	case GCRA:
+		return s.consumeGCRA(ctx, key, rule, cost, now, attempts)
+	}
 	if err := s.fits(key); err != nil {
 		return state{}, err
 	}
@@ -149,7 +156,13 @@ func (s *dbStorage) forget(key string) {
 	}
 }
 
-func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64, m Mode) (state, error) {
+	switch m {
+	case SlidingWindow:
+		return s.peekSliding(ctx, key, rule, now)
+	case GCRA:
+		return s.peekGCRA(ctx, key, rule, now)
+	}
 	if err := s.fits(key); err != nil {
 		return state{}, err
 	}
@@ -161,15 +174,6 @@ func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64) 
 		return state{}, err
 	}
 	return peekState(ok, row.Int("count"), row.Int("lastRequest"), rule, now), nil
-}
-
-// peekState judges a counter read without writing it.
-func peekState(exists bool, count, last int64, rule Rule, now int64) state {
-	w := rule.Window.Milliseconds()
-	if !exists || now-last >= w {
-		return state{allowed: rule.Max > 0, reset: now + w}
-	}
-	return state{allowed: count < rule.Max, count: count, reset: last + w}
 }
 
 func (s *dbStorage) prune(ctx context.Context, now, longest int64) (int64, error) {
@@ -198,4 +202,12 @@ func (r *request) release() {
 	clear(r.inc)
 	clear(r.set)
 	requests.Put(r)
+}
+
+func (s *dbStorage) reset(ctx context.Context, key string) error {
+	if err := s.fits(key); err != nil {
+		return err
+	}
+	_, err := s.db.DeleteMany(ctx, model, core.Eq("key", key))
+	return err
 }

@@ -29,7 +29,10 @@ type unguardedGCRA struct {
 	reads *atomic.Int64
 }
 
-func (u *unguardedGCRA) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, _ int) (state, error) {
+func (u *unguardedGCRA) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
+	if m != GCRA {
+		return u.dbStorage.consume(ctx, key, rule, cost, now, m, attempts)
+	}
 	t := gcraInterval(rule)
 	row, found, err := u.db.FindOne(ctx, model, core.Eq("key", key))
 	if err != nil {
@@ -39,10 +42,7 @@ func (u *unguardedGCRA) consumeGCRA(ctx context.Context, key string, rule Rule, 
 	if found {
 		tat = max(row.Int("lastRequest"), now)
 	}
-	mine := u.reads.Add(1)
-	for start := time.Now(); u.reads.Load() == mine && time.Since(start) < 2*time.Millisecond; {
-		runtime.Gosched()
-	}
+	overlap(u.reads)
 	if tat+cost*t-now > rule.Max*t {
 		return gcraState(rule, t, tat, now, false), nil
 	}
@@ -58,4 +58,13 @@ func (u *unguardedGCRA) consumeGCRA(ctx context.Context, key string, rule Rule, 
 		return state{}, err
 	}
 	return gcraState(rule, t, tat, now, true), nil
+}
+
+// overlap counts a read and waits, as a round trip would, until another
+// caller has read too, or 2 ms have passed when nobody else is calling.
+func overlap(reads *atomic.Int64) {
+	mine := reads.Add(1)
+	for start := time.Now(); reads.Load() == mine && time.Since(start) < 2*time.Millisecond; {
+		runtime.Gosched()
+	}
 }

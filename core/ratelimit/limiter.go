@@ -162,9 +162,6 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	if o.combine && o.mode != FixedWindow && o.mode != BetterAuthWindow {
 		return nil, invalidf("New: WithWriteCombining counts fixed windows; it does not serve %v", o.mode)
 	}
-	if err := servesMode(s, o.mode); err != nil {
-		return nil, err
-	}
 	if err := s.check(o.mode); err != nil {
 		return nil, err
 	}
@@ -230,14 +227,14 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 	if !known {
 		switch {
 		case cost == 0 || cost > rule.Max:
-			st, err = l.peek(ctx, key, rule, now)
+			st, err = l.store.peek(ctx, key, rule, now, l.mode)
 			if cost > rule.Max {
 				st.allowed = false
 			}
 		case l.comb != nil:
 			st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 		default:
-			st, err = l.consume(ctx, key, rule, cost, now)
+			st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 		}
 		if err != nil {
 			open := l.failOpen && outage(ctx, err)
@@ -360,4 +357,19 @@ func isNil(v any) bool {
 		return rv.IsNil()
 	}
 	return false
+}
+
+// String names the mode as its constant does.
+func (m Mode) String() string {
+	switch m {
+	case FixedWindow:
+		return "FixedWindow"
+	case BetterAuthWindow:
+		return "BetterAuthWindow"
+	case SlidingWindow:
+		return "SlidingWindow"
+	case GCRA:
+		return "GCRA"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
 }

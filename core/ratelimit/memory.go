@@ -15,19 +15,14 @@ import "context"
 func Memory(maxKeys int) Storage {
 	s := &memStorage{maxKeys: maxKeys}
 	if maxKeys > 0 {
-		s.m = newBoundedMap(maxKeys, func(e *memEntry) int64 { return e.last + e.window })
+		s.m = newBoundedMap(maxKeys, func(c *counter) int64 { return c.last + c.span })
 	}
 	return s
 }
 
 type memStorage struct {
 	maxKeys int
-	m       *boundedMap[*memEntry]
-}
-
-type memEntry struct {
-	count, last, window int64
-	prev                int64 // SlidingWindow: the previous window's count (sliding.go)
+	m       *boundedMap[*counter]
 }
 
 func (s *memStorage) check(Mode) error {
@@ -37,53 +32,67 @@ func (s *memStorage) check(Mode) error {
 	return nil
 }
 
-// consume runs the same decision as the database storage, under the shard's
-// lock instead of guarded writes. The lock is released by hand rather than
-// deferred: this is the whole of a decision's storage cost.
+// consume applies m's algorithm to the key's counter under the shard's
+// lock instead of guarded writes. A counter expires, for the bounded map,
+// span after last: a fixed window's end; under SlidingWindow twice the
+// window, when neither of its windows matters any more; under GCRA (span
+// 0) its tat, from when the bucket is full, as with no counter. The lock
+// is released by hand rather than deferred: this is the whole of a
+// decision's storage cost.
 func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
-	w := rule.Window.Milliseconds()
 	sh := s.m.lock(key)
 	e, ok := sh.m[key]
+	var c counter
+	if ok {
+		c = *e
+	}
+	var st state
+	switch m {
+	case SlidingWindow:
+		c, st = slid(c, ok, rule, cost, now)
+	case GCRA:
+		c, st = gcraCounter(c, ok, rule, cost, now)
+	default:
+		c, st = windowed(c, ok, rule, cost, now, m == BetterAuthWindow)
+	}
 	switch {
-	case !ok:
-		s.m.store(sh, key, &memEntry{count: cost, last: now, window: w}, now)
-		sh.mu.Unlock()
-		return state{allowed: true, count: cost, reset: now + w}, nil
-	case now-e.last >= w:
-		// A new window on a known key: the entry is reused, not replaced.
-		e.count, e.last, e.window = cost, now, w
-		sh.mu.Unlock()
-		return state{allowed: true, count: cost, reset: now + w}, nil
-	case e.count > rule.Max-cost:
-		st := state{count: e.count, reset: e.last + w}
-		sh.mu.Unlock()
-		return st, nil
+	case !st.allowed:
+	case ok:
+		*e = c // a known key's counter is reused, not replaced
+	default:
+		n := new(counter)
+		*n = c
+		s.m.store(sh, key, n, now)
 	}
-	e.count += cost
-	e.window = w
-	if m == BetterAuthWindow {
-		e.last = now
-	}
-	st := state{allowed: true, count: e.count, reset: e.last + w}
 	sh.mu.Unlock()
 	return st, nil
 }
 
-func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64, m Mode) (state, error) {
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
 	sh := s.m.lock(key)
 	e, ok := sh.m[key]
-	var count, last int64
+	var c counter
 	if ok {
-		count, last = e.count, e.last
+		c = *e
 	}
 	sh.mu.Unlock()
-	return peekState(ok, count, last, rule, now), nil
+	switch m {
+	case SlidingWindow:
+		return slidPeek(c, ok, rule, now), nil
+	case GCRA:
+		tat := now
+		if ok {
+			tat = c.last
+		}
+		return gcraPeek(rule, gcraInterval(rule), tat, now), nil
+	}
+	return peekState(ok, c.count, c.last, rule, now), nil
 }
 
 func (s *memStorage) prune(_ context.Context, now, _ int64) (int64, error) {
@@ -92,3 +101,11 @@ func (s *memStorage) prune(_ context.Context, now, _ int64) (int64, error) {
 
 // len returns how many counters the storage holds, expired ones included.
 func (s *memStorage) len() int { return s.m.len() }
+
+func (s *memStorage) reset(ctx context.Context, key string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s.m.remove(key)
+	return nil
+}

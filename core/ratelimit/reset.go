@@ -40,29 +40,57 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	return nil
 }
 
-func (s *memStorage) reset(ctx context.Context, key string) error {
-	if err := ctx.Err(); err != nil {
+// ResetRule clears key's counters under rule, as [Limiter.Reset] does. Under
+// [SlidingWindow], database and secondary storages keep one counter per
+// key and window, named after the window (see [SlidingSeparator]), so
+// clearing them takes the rule's window: ResetRule deletes the counters of
+// the previous, current and next windows. Under other modes, and with
+// [Memory] storage, it is Reset.
+func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
+	if err := l.usable(); err != nil {
 		return err
 	}
-	s.m.remove(key)
+	if l.mode != SlidingWindow {
+		return l.Reset(ctx, key)
+	}
+	if err := l.validate(key, rule, 0); err != nil {
+		return err
+	}
+	if l.denials != nil {
+		l.denials.remove(key)
+	}
+	w := rule.Window.Milliseconds()
+	i, _ := windowOf(l.now(), w)
+	var err error
+	switch s := l.store.(type) {
+	case *dbStorage:
+		var names []any
+		for j := i - 1; j <= i+1; j++ {
+			cur, _, e := s.slidingKeys(key, j)
+			if e != nil {
+				return fmt.Errorf("ratelimit: reset key %q: %w", key, e)
+			}
+			names = append(names, cur)
+		}
+		_, err = s.db.DeleteMany(ctx, model, core.In("key", names...))
+	case *secondaryStorage:
+		for j := i - 1; j <= i+1 && err == nil; j++ {
+			err = s.s.Delete(ctx, slidingName(key, j))
+		}
+	default:
+		err = l.store.reset(ctx, key)
+	}
+	if err != nil {
+		return fmt.Errorf("ratelimit: reset key %q: %w", key, err)
+	}
 	return nil
 }
 
-func (s *dbStorage) reset(ctx context.Context, key string) error {
-	if err := s.fits(key); err != nil {
-		return err
+// slidingReset refuses Reset under SlidingWindow on storages that need the
+// rule to find a key's counters.
+func (l *Limiter) slidingReset() error {
+	if _, mem := l.store.(*memStorage); l.mode == SlidingWindow && !mem {
+		return invalidf("Reset: under SlidingWindow %T keeps a counter per window: use ResetRule with the key's rule", l.store)
 	}
-	_, err := s.db.DeleteMany(ctx, model, core.Eq("key", key))
-	return err
-}
-
-func (s *secondaryStorage) reset(ctx context.Context, key string) error {
-	return s.s.Delete(ctx, SecondaryPrefix+key)
-}
-
-// remove deletes key.
-func (b *boundedMap[V]) remove(key string) {
-	s := b.lock(key)
-	delete(s.m, key)
-	s.mu.Unlock()
+	return nil
 }

@@ -60,10 +60,3 @@ type Decision struct {
 func invalidf(format string, args ...any) error {
 	return fmt.Errorf("ratelimit: %w: "+format, append([]any{core.ErrInvalid}, args...)...)
 }
-
-// state is what a storage reports; times are epoch milliseconds.
-type state struct {
-	allowed bool
-	count   int64 // units counted in the window after the request
-	reset   int64 // when the window ends
-}

@@ -39,7 +39,13 @@ func (s *secondaryStorage) check(m Mode) error {
 	return nil
 }
 
-func (s *secondaryStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, _ Mode, _ int) (state, error) {
+func (s *secondaryStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
+	switch m {
+	case SlidingWindow:
+		return s.consumeSliding(ctx, key, rule, cost, now)
+	case GCRA:
+		return s.consumeGCRA(ctx, key, rule, cost, now)
+	}
 	k := SecondaryPrefix + key
 	if b, ok := s.s.(driver.BoundedIncrementer); ok {
 		c, ok, err := b.IncrementBounded(ctx, k, cost, rule.Max, rule.Window)
@@ -77,7 +83,13 @@ func resetAt(now int64, ttl time.Duration, rule Rule) int64 {
 // then returns its TTL. Only a counter that expires between the two is
 // created afresh, holding 0: it counts nothing, and its window starts at
 // most a round trip before the next request's would have.
-func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now int64, m Mode) (state, error) {
+	switch m {
+	case SlidingWindow:
+		return s.peekSliding(ctx, key, rule, now)
+	case GCRA:
+		return s.peekGCRA(ctx, key, rule, now)
+	}
 	k := SecondaryPrefix + key
 	var c driver.Counter
 	if b, ok := s.s.(driver.BoundedIncrementer); ok {
@@ -107,3 +119,105 @@ func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now 
 
 // prune has nothing to do: the storage expires counters itself.
 func (s *secondaryStorage) prune(context.Context, int64, int64) (int64, error) { return 0, nil }
+
+// checkSliding refuses a secondary storage without a bounded increment: a
+// plain Increment would count denied requests, and under SlidingWindow a
+// count carries into the next window's weight.
+func (s *secondaryStorage) checkSliding() error {
+	if isNil(s.s) {
+		return invalidf("Secondary: nil storage (%T)", s.s)
+	}
+	if _, ok := s.s.(driver.BoundedIncrementer); !ok {
+		return invalidf("Secondary: SlidingWindow needs a storage with a bounded increment (driver.BoundedIncrementer); %T has none", s.s)
+	}
+	return nil
+}
+
+// slidingName returns the counter name of window i of key.
+func slidingName(key string, i int64) string {
+	var b [24]byte
+	return SecondaryPrefix + key + SlidingSeparator + string(strconv.AppendInt(b[:0], i, 10))
+}
+
+// get reads a counter, 0 when absent.
+func (s *secondaryStorage) get(ctx context.Context, k string) (int64, error) {
+	v, ok, err := s.s.Get(ctx, k)
+	if err != nil || !ok {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("counter %q holds %q, not an integer", k, v)
+	}
+	return n, nil
+}
+
+// consumeSliding reads the previous window's counter, then adds cost to
+// the current window's with one bounded increment whose max is Max minus
+// the weighted previous count: exact, and a denial changes nothing. Each
+// counter lives twice the window from its first request, past the end of
+// the next window, whose decisions weigh it.
+func (s *secondaryStorage) consumeSliding(ctx context.Context, key string, rule Rule, cost, now int64) (state, error) {
+	v := newSlide(now, rule.Window.Milliseconds())
+	i, _ := windowOf(now, v.w)
+	prev, err := s.get(ctx, slidingName(key, i-1))
+	if err != nil {
+		return state{}, err
+	}
+	v.prev = prev
+	c, ok, err := s.s.(driver.BoundedIncrementer).IncrementBounded(ctx, slidingName(key, i), cost, rule.Max-v.weighted(), 2*rule.Window)
+	if err != nil {
+		return state{}, err
+	}
+	if ok {
+		return v.admitted(c.Value), nil
+	}
+	v.cur = c.Value
+	return v.denied(cost, rule.Max), nil
+}
+
+func (s *secondaryStorage) peekSliding(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	v := newSlide(now, rule.Window.Milliseconds())
+	i, _ := windowOf(now, v.w)
+	var err error
+	if v.prev, err = s.get(ctx, slidingName(key, i-1)); err != nil {
+		return state{}, err
+	}
+	if v.cur, err = s.get(ctx, slidingName(key, i)); err != nil {
+		return state{}, err
+	}
+	return v.peeked(rule.Max), nil
+}
+
+// consumeGCRA is one driver.TATAdvancer step (check refuses GCRA on a
+// storage without it).
+func (s *secondaryStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64) (state, error) {
+	t := gcraInterval(rule)
+	tat, ok, err := s.s.(driver.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, cost*t, rule.Max*t)
+	if err != nil {
+		return state{}, err
+	}
+	return gcraState(rule, t, tat, now, ok), nil
+}
+
+// peekGCRA reads the tat with an advance of 0, which never writes.
+func (s *secondaryStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
+	t := gcraInterval(rule)
+	tat, _, err := s.s.(driver.TATAdvancer).AdvanceTAT(ctx, SecondaryPrefix+key, now, 0, rule.Max*t)
+	if err != nil {
+		return state{}, err
+	}
+	return gcraPeek(rule, t, tat, now), nil
+}
+
+// checkGCRA is the secondary storage's check for GCRA.
+func (s *secondaryStorage) checkGCRA() error {
+	if _, ok := s.s.(driver.TATAdvancer); !ok {
+		return invalidf("Secondary: GCRA needs a storage with the driver.TATAdvancer capability, which %T lacks", s.s)
+	}
+	return nil
+}
+
+func (s *secondaryStorage) reset(ctx context.Context, key string) error {
+	return s.s.Delete(ctx, SecondaryPrefix+key)
+}

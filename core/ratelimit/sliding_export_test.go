@@ -3,9 +3,7 @@ package ratelimit
 import (
 	"context"
 	"errors"
-	"runtime"
 	"sync/atomic"
-	"time"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -26,7 +24,10 @@ type unguardedSliding struct {
 	reads *atomic.Int64
 }
 
-func (u *unguardedSliding) consumeSliding(ctx context.Context, key string, rule Rule, cost, now int64, _ int) (state, error) {
+func (u *unguardedSliding) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
+	if m != SlidingWindow {
+		return u.dbStorage.consume(ctx, key, rule, cost, now, m, attempts)
+	}
 	v := newSlide(now, rule.Window.Milliseconds())
 	i, _ := windowOf(now, v.w)
 	kcur, kprev, err := u.slidingKeys(key, i)
@@ -39,10 +40,7 @@ func (u *unguardedSliding) consumeSliding(ctx context.Context, key string, rule 
 	}
 	var exists bool
 	v.cur, v.prev, exists = v.read(rows)
-	mine := u.reads.Add(1)
-	for start := time.Now(); u.reads.Load() == mine && time.Since(start) < 2*time.Millisecond; {
-		runtime.Gosched()
-	}
+	overlap(u.reads)
 	if v.cur > v.bound(cost, rule.Max) {
 		return v.denied(cost, rule.Max), nil
 	}
