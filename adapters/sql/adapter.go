@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
@@ -42,6 +43,9 @@ type engine struct {
 	features Features
 	dollar   bool         // $n placeholders
 	mysql    atomic.Int32 // MySQL: what the executor does, found at New (mysql_literal.go)
+	// busyWait: how long the engine waits for a busy database itself (see
+	// probeSQLite); 0 when the connection's own busy timeout does.
+	busyWait time.Duration
 
 	stmts   atomic.Pointer[map[string]string] // shape → statement text
 	stmtsMu sync.Mutex                        // serialises additions to stmts

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/sluice-go/sluice/adapters/sql/ddl"
 	"github.com/sluice-go/sluice/core"
@@ -44,26 +45,26 @@ func (a *Adapter) CreateTables(ctx context.Context, tables []*driver.Table) erro
 	if slices.Contains(tables, nil) {
 		return fmt.Errorf("%w: %s: CreateTables with a nil table", driver.ErrInvalid, a.e.name())
 	}
-	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
-		err = a.createMissing(ctx, tables)
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err := a.createMissing(ctx, tables)
 		if err == nil || ctx.Err() != nil {
 			return err
 		}
 		switch {
 		case a.e.lostRace(err) && attempt < createAttempts-1:
 			continue // the winner has committed: the next look finds its table
-		case a.e.classify(err) == retryable && !a.inTx:
-			if werr := pause(ctx, attempt); werr != nil {
-				return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
-			}
-			continue
-		case a.e.classify(err) == retryable:
+		case a.e.classify(err) != retryable:
+			return err
+		case a.inTx:
 			return fmt.Errorf("%w: %w", core.ErrContention, err)
+		case !a.e.again(attempt, start):
+			return fmt.Errorf("%w: creating tables: gave up after %d attempts: %w", core.ErrContention, attempt+1, err)
 		}
-		return err
+		if werr := pause(ctx, attempt); werr != nil {
+			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
+		}
 	}
-	return fmt.Errorf("%w: creating tables: gave up after %d attempts: %w", core.ErrContention, maxAttempts, err)
 }
 
 // createMissing makes one pass: it looks which tables are missing and

@@ -156,22 +156,30 @@ const (
 )
 
 // retry runs op until it succeeds, fails for another reason, or the
-// attempts or the context run out.
+// attempts (or the engine's wait for a busy database) or the context run
+// out.
 func (a *Adapter) retry(ctx context.Context, op func() error) error {
 	var err error
-	for attempt := 0; attempt < maxAttempts; attempt++ {
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
 		err = op()
 		if err == nil || a.inTx || a.e.classify(err) != retryable {
 			return a.e.mapErr(err)
 		}
-		if attempt == maxAttempts-1 {
-			break
+		if !a.e.again(attempt, start) {
+			return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, attempt+1, err)
 		}
 		if werr := pause(ctx, attempt); werr != nil {
 			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
 		}
 	}
-	return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, maxAttempts, err)
+}
+
+// again reports whether a retryable failure of attempt (counted from 0),
+// in a run that began at start, is tried once more: up to maxAttempts in
+// all, and beyond them while the engine waits for a busy database itself.
+func (e *engine) again(attempt int, start time.Time) bool {
+	return attempt < maxAttempts-1 || (e.busyWait > 0 && time.Since(start) < e.busyWait)
 }
 
 // retried is retry for an operation with a result.

@@ -49,6 +49,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 			return fmt.Errorf("%w: %s: SQLite %s has no RETURNING; sluice needs 3.35 or later", core.ErrUnsupported, a.e.name(), version)
 		}
 		f.UpdateReturning, f.InsertReturning = true, true
+		a.probeSQLite(ctx)
 	case MySQL:
 		if strings.Contains(version, "PostgreSQL") {
 			return fmt.Errorf("%s: the database is PostgreSQL (%s), not mysql (MySQL or MariaDB): %w", a.e.name(), version, core.ErrWrongDatabase)

@@ -26,11 +26,25 @@ func Open(db *sql.DB, d Dialect, opts ...core.Option) (*core.DB, error) {
 }
 
 // NewDB returns the adapter on a database/sql pool.
+//
+// On SQLite a plain DSN (sql.Open("sqlite", "app.db")) behaves as one with
+// [SQLiteOptions]: the engine switches the file to WAL, waits for a busy
+// database itself when the DSN sets no busy timeout, and begins every
+// transaction with BEGIN IMMEDIATE on a connection whose busy timeout it
+// sets.
 func NewDB(ctx context.Context, db *sql.DB, d Dialect) (*Adapter, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sluicesql: nil *sql.DB", core.ErrInvalid)
 	}
-	return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+	if d != SQLite {
+		return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+	}
+	x := &sqliteDB{sqlDB: sqlDB{db}}
+	a, err := New(ctx, x, Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+	if err == nil && a.e.busyWait > 0 {
+		x.setBusyTimeout(a.e.busyWait)
+	}
+	return a, err
 }
 
 // WithTx returns an adapter of the same engine on a transaction the caller
@@ -54,6 +68,10 @@ func unwrapSQL(x Executor) any {
 		return v.c
 	case sqlTx:
 		return v.tx
+	case *sqliteDB:
+		return v.db
+	case sqliteTx:
+		return v.c
 	}
 	return x
 }
