@@ -19,6 +19,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -517,27 +518,9 @@ func equal(a, b any) bool {
 func compare(a, b any) (int, bool) {
 	switch x := a.(type) {
 	case int64:
-		y, ok := b.(int64)
-		switch {
-		case !ok:
-			return 0, false
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
+		return ordered(x, b)
 	case string:
-		y, ok := b.(string)
-		switch {
-		case !ok:
-			return 0, false
-		case x < y:
-			return -1, true
-		case x > y:
-			return 1, true
-		}
-		return 0, true
+		return ordered(x, b)
 	case bool:
 		y, ok := b.(bool)
 		if !ok {
@@ -558,6 +541,15 @@ func compare(a, b any) (int, bool) {
 		return x.Compare(y), true
 	}
 	return 0, false
+}
+
+// ordered compares x with b when b is of x's type.
+func ordered[T cmp.Ordered](x T, b any) (int, bool) {
+	y, ok := b.(T)
+	if !ok {
+		return 0, false
+	}
+	return cmp.Compare(x, y), true
 }
 
 // sortOrder orders values for FindMany: NULL comes before every value, as

@@ -170,31 +170,28 @@ func TestSafeKey(t *testing.T) {
 // under fail-open, never an outage.
 func TestUnstorableKeysAreInvalid(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithFailOpen())
-			for _, key := range []string{"\xff", "a\x00b", "\xc3\x28", strings.Repeat("k", 200) + "\xff"} {
-				before := b.calls()
-				admitted, refused := 0, 0
-				var last error
-				for i := 0; i < 10; i++ {
-					d, err := l.Consume(ctx, key, rule3)
-					if errors.Is(err, core.ErrInvalid) {
-						refused++
-					}
-					if d.Allowed {
-						admitted++
-					}
-					last = err
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithFailOpen())
+		for _, key := range []string{"\xff", "a\x00b", "\xc3\x28", strings.Repeat("k", 200) + "\xff"} {
+			before := b.calls()
+			admitted, refused := 0, 0
+			var last error
+			for i := 0; i < 10; i++ {
+				d, err := l.Consume(ctx, key, rule3)
+				if errors.Is(err, core.ErrInvalid) {
+					refused++
 				}
-				if admitted != 0 || refused != 10 || b.calls() != before {
-					t.Errorf("key %.12q: %d of 10 admitted, %d refused as invalid, %d storage calls; want 0, 10 and 0 (last error: %v)",
-						key, admitted, refused, b.calls()-before, last)
+				if d.Allowed {
+					admitted++
 				}
+				last = err
 			}
-		})
-	}
+			if admitted != 0 || refused != 10 || b.calls() != before {
+				t.Errorf("key %.12q: %d of 10 admitted, %d refused as invalid, %d storage calls; want 0, 10 and 0 (last error: %v)",
+					key, admitted, refused, b.calls()-before, last)
+			}
+		}
+	})
 }
 
 // TestCancelledRequestsNeverReachTheHandler: a client that sends a request
@@ -259,27 +256,24 @@ func TestOwnCancellationIsNotAnOutage(t *testing.T) {
 	cancel()
 	expired, cancel2 := context.WithTimeout(context.Background(), -time.Second)
 	defer cancel2()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithFailOpen())
-			for name, ctx := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
-				admitted := 0
-				for i := 0; i < 50; i++ {
-					d, err := l.Consume(ctx, "gone", rule3)
-					if !errors.Is(err, ctx.Err()) {
-						t.Errorf("%s: err = %v, want %v", name, err, ctx.Err())
-					}
-					if d.Allowed {
-						admitted++
-					}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithFailOpen())
+		for name, ctx := range map[string]context.Context{"cancelled": cancelled, "expired": expired} {
+			admitted := 0
+			for i := 0; i < 50; i++ {
+				d, err := l.Consume(ctx, "gone", rule3)
+				if !errors.Is(err, ctx.Err()) {
+					t.Errorf("%s: err = %v, want %v", name, err, ctx.Err())
 				}
-				if admitted != 0 {
-					t.Errorf("%s: %d of 50 admitted on a limit of 3", name, admitted)
+				if d.Allowed {
+					admitted++
 				}
 			}
-		})
-	}
+			if admitted != 0 {
+				t.Errorf("%s: %d of 50 admitted on a limit of 3", name, admitted)
+			}
+		}
+	})
 	ctx, hangUp := context.WithCancel(context.Background())
 	defer hangUp()
 	db, _ := core.New(wordy{Memory: memory.New(), hangUp: hangUp})

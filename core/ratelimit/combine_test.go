@@ -342,40 +342,54 @@ func TestCombiningTakesOneWritePerBatch(t *testing.T) {
 	}
 }
 
+// followers are n callers on "hot" (a minute's window of 100) queued
+// behind a first caller whose write the gate holds, each with a context of
+// its own.
+type followers struct {
+	leader  chan error // the first caller's error
+	outs    []outcome
+	cancels []context.CancelFunc
+	wg      sync.WaitGroup // the followers
+}
+
+func queueFollowers(t *testing.T, c *cluster, n int) *followers {
+	t.Helper()
+	l := c.procs[0]
+	rule := ratelimit.Rule{Window: time.Minute, Max: 100}
+	c.g.hold()
+	q := &followers{leader: make(chan error, 1), outs: make([]outcome, n), cancels: make([]context.CancelFunc, n)}
+	go func() {
+		_, err := l.Consume(context.Background(), "hot", rule)
+		q.leader <- err
+	}()
+	eventually(t, "the first write is in flight", func() bool { return c.g.held.Load() == 1 })
+	for i := range n {
+		ctx, cancel := context.WithCancel(context.Background())
+		q.cancels[i] = cancel
+		q.wg.Go(func() { q.outs[i].d, q.outs[i].err = l.Consume(ctx, "hot", rule) })
+	}
+	eventually(t, "every follower is queued", func() bool { return ratelimit.Queued(l) == n })
+	return q
+}
+
 // TestCancelledFollowersAreNotCounted: callers whose context ends while
 // they wait for the next write leave with their context's error and
 // spend nothing.
 func TestCancelledFollowersAreNotCounted(t *testing.T) {
 	c := newCluster(t, 1, false)
-	l := c.procs[0]
-	rule := ratelimit.Rule{Window: time.Minute, Max: 100}
-	c.g.hold()
-	leader := make(chan error, 1)
-	go func() {
-		_, err := l.Consume(context.Background(), "hot", rule)
-		leader <- err
-	}()
-	eventually(t, "the first write is in flight", func() bool { return c.g.held.Load() == 1 })
 	const n = 20
-	outs := make([]outcome, n)
-	cancels := make([]context.CancelFunc, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancels[i] = cancel
-		wg.Go(func() { outs[i].d, outs[i].err = l.Consume(ctx, "hot", rule) })
-	}
-	eventually(t, "every follower is queued", func() bool { return ratelimit.Queued(l) == n })
+	q := queueFollowers(t, c, n)
 	for i := 0; i < n; i += 2 {
-		cancels[i]()
+		q.cancels[i]()
 	}
-	eventually(t, "the cancelled followers have left the queue", func() bool { return ratelimit.Queued(l) == n/2 })
+	eventually(t, "the cancelled followers have left the queue", func() bool { return ratelimit.Queued(c.procs[0]) == n/2 })
 	c.g.open()
-	wg.Wait()
-	if err := <-leader; err != nil {
+	q.wg.Wait()
+	if err := <-q.leader; err != nil {
 		t.Fatal(err)
 	}
-	for i, o := range outs {
+	cancels := q.cancels
+	for i, o := range q.outs {
 		cancelled := i%2 == 0
 		switch {
 		case cancelled && (o.d.Allowed || !errors.Is(o.err, context.Canceled)):
@@ -399,30 +413,14 @@ func TestClaimedFollowersKeepTheirDecision(t *testing.T) {
 	for _, everyone := range []bool{false, true} {
 		t.Run(fmt.Sprintf("everyone_gone=%v", everyone), func(t *testing.T) {
 			c := newCluster(t, 1, false)
-			l := c.procs[0]
-			rule := ratelimit.Rule{Window: time.Minute, Max: 100}
-			c.g.hold()
-			leader := make(chan error, 1)
-			go func() {
-				_, err := l.Consume(context.Background(), "hot", rule)
-				leader <- err
-			}()
-			eventually(t, "the first write is in flight", func() bool { return c.g.held.Load() == 1 })
 			const n = 5
-			outs := make([]outcome, n)
-			cancels := make([]context.CancelFunc, n)
-			var wg sync.WaitGroup
-			for i := range n {
-				ctx, cancel := context.WithCancel(context.Background())
-				cancels[i] = cancel
-				wg.Go(func() { outs[i].d, outs[i].err = l.Consume(ctx, "hot", rule) })
-			}
-			eventually(t, "every follower is queued", func() bool { return ratelimit.Queued(l) == n })
+			q := queueFollowers(t, c, n)
 			c.g.step() // the first write; the followers' combined write follows
-			if err := <-leader; err != nil {
+			if err := <-q.leader; err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "the followers' write is in flight", func() bool { return c.g.held.Load() == 1 && ratelimit.Queued(l) == 0 })
+			eventually(t, "the followers' write is in flight", func() bool { return c.g.held.Load() == 1 && ratelimit.Queued(c.procs[0]) == 0 })
+			outs, cancels := q.outs, q.cancels
 			gone := n - 1 // the last stays
 			if everyone {
 				gone = n
@@ -434,7 +432,7 @@ func TestClaimedFollowersKeepTheirDecision(t *testing.T) {
 				cancels[i]()
 			}
 			c.g.open()
-			wg.Wait()
+			q.wg.Wait()
 			for i, o := range outs {
 				switch {
 				case everyone && (o.d.Allowed || !errors.Is(o.err, context.Canceled)):
@@ -456,8 +454,8 @@ func TestClaimedFollowersKeepTheirDecision(t *testing.T) {
 }
 
 // TestCombinedBatchOpensTheNextWindow: a batch whose callers read the
-// clock after the window ended finds no live window; its first caller
-// opens the next one on the ordinary path and the rest claim in it, up to
+// clock after the window ended finds no live window; it resets the row to
+// the claim of those that fit, and the rest are denied at that state:
 // exactly max.
 func TestCombinedBatchOpensTheNextWindow(t *testing.T) {
 	c := newCluster(t, 1, false)

@@ -104,7 +104,7 @@ func TestDenialCacheIsBounded(t *testing.T) {
 	db, _ := core.New(m)
 	c := newClock()
 	l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(2))
-	one := ratelimit.Rule{Window: time.Minute, Max: 1}
+	one := oncePerMinute
 	for i := 0; i < 5; i++ {
 		key := fmt.Sprint("key", i)
 		_, _ = l.Consume(ctx, key, one)
@@ -134,7 +134,7 @@ func TestDenialCacheOff(t *testing.T) {
 	db, _ := core.New(m)
 	c := newClock()
 	l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(0))
-	one := ratelimit.Rule{Window: time.Minute, Max: 1}
+	one := oncePerMinute
 	_, _ = l.Consume(ctx, "k", one)
 	_, _ = l.Consume(ctx, "k", one)
 	before := m.Calls()

@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -83,61 +82,38 @@ func TestGCRAIntervalRoundsUp(t *testing.T) {
 		t.Fatalf("T = %d ms for 5 per ms, want 1 (at most 1 per ms)", got)
 	}
 	ms := time.Millisecond
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newGCRA(t, b.storage(c), c)
-			runSteps(t, l, c, "r", rule, []step{
-				{at: 0, cost: 3, allowed: true, remaining: 0, reset: 1002 * ms},
-				{at: 333 * ms, cost: 1, allowed: false, remaining: 0, reset: 334 * ms, retry: 1 * ms},
-				{at: 334 * ms, cost: 1, allowed: true, remaining: 0, reset: 1336 * ms},
-				{at: 667 * ms, cost: 1, allowed: false, remaining: 0, reset: 668 * ms, retry: 1 * ms},
-			})
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newGCRA(t, b.storage(c), c)
+		runSteps(t, l, c, "r", rule, []step{
+			{at: 0, cost: 3, allowed: true, remaining: 0, reset: 1002 * ms},
+			{at: 333 * ms, cost: 1, allowed: false, remaining: 0, reset: 334 * ms, retry: 1 * ms},
+			{at: 334 * ms, cost: 1, allowed: true, remaining: 0, reset: 1336 * ms},
+			{at: 667 * ms, cost: 1, allowed: false, remaining: 0, reset: 668 * ms, retry: 1 * ms},
 		})
-	}
+	})
 }
 
 // TestGCRAReset: Reset empties a full key's bucket at once, with the
 // denial cache on.
 func TestGCRAReset(t *testing.T) {
 	ctx := context.Background()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newGCRA(t, b.storage(c), c)
-			if d, err := l.ConsumeN(ctx, "k", gcraRule, 4); err != nil || !d.Allowed {
-				t.Fatalf("burst: %+v, %v", d, err)
-			}
-			if d, err := l.Consume(ctx, "k", gcraRule); err != nil || d.Allowed {
-				t.Fatalf("over the burst: %+v, %v; want denied", d, err)
-			}
-			if err := l.Reset(ctx, "k"); err != nil {
-				t.Fatal(err)
-			}
-			d, err := l.ConsumeN(ctx, "k", gcraRule, 4)
-			want := ratelimit.Decision{Allowed: true, Limit: 4, Remaining: 0, Reset: t0.Add(time.Second)}
-			if err != nil || d != want {
-				t.Fatalf("after Reset: %+v, %v; want %+v", d, err, want)
-			}
-		})
-	}
-}
-
-// gcraBurst releases n requests of cost on key at the clock's instant and
-// returns how many were admitted.
-func gcraBurst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Rule, n int, cost int64) int64 {
-	t.Helper()
-	var admitted atomic.Int64
-	release(n, func(int) {
-		d, err := l.ConsumeN(context.Background(), key, rule, cost)
-		if err != nil {
-			t.Error(err)
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newGCRA(t, b.storage(c), c)
+		if d, err := l.ConsumeN(ctx, "k", gcraRule, 4); err != nil || !d.Allowed {
+			t.Fatalf("burst: %+v, %v", d, err)
 		}
-		if d.Allowed {
-			admitted.Add(1)
+		if d, err := l.Consume(ctx, "k", gcraRule); err != nil || d.Allowed {
+			t.Fatalf("over the burst: %+v, %v; want denied", d, err)
+		}
+		if err := l.Reset(ctx, "k"); err != nil {
+			t.Fatal(err)
+		}
+		d, err := l.ConsumeN(ctx, "k", gcraRule, 4)
+		want := ratelimit.Decision{Allowed: true, Limit: 4, Remaining: 0, Reset: t0.Add(time.Second)}
+		if err != nil || d != want {
+			t.Fatalf("after Reset: %+v, %v; want %+v", d, err, want)
 		}
 	})
-	return admitted.Load()
 }
 
 // TestGCRARace: 64 requests at one instant admit exactly what the bucket
@@ -146,28 +122,25 @@ func gcraBurst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Ru
 // storage, several limiters sharing one.
 func TestGCRARace(t *testing.T) {
 	rule := ratelimit.Rule{Window: time.Minute, Max: 10} // T = 6 s
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			s := b.storage(c)
-			for _, cost := range []int64{1, 3} {
-				key := "race" + string(rune('0'+cost))
-				if got := gcraBurst(t, newGCRA(t, s, c), key, rule, 64, cost); got != rule.Max/cost {
-					t.Fatalf("cost %d on a fresh key: admitted %d, want %d", cost, got, rule.Max/cost)
-				}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		s := b.storage(c)
+		for _, cost := range []int64{1, 3} {
+			key := "race" + string(rune('0'+cost))
+			if got := burst(t, newGCRA(t, s, c), key, rule, 64, cost); got != rule.Max/cost {
+				t.Fatalf("cost %d on a fresh key: admitted %d, want %d", cost, got, rule.Max/cost)
 			}
-			// Steady state: 5 T later, 5 units fit.
-			c.Set(30 * time.Second)
-			if got := gcraBurst(t, newGCRA(t, s, c), "race1", rule, 64, 1); got != 5 {
-				t.Fatalf("5 T later: admitted %d, want 5", got)
-			}
-			// Past the tat (an empty bucket, to be reset by one winner).
-			c.Set(10 * time.Minute)
-			if got := gcraBurst(t, newGCRA(t, s, c), "race1", rule, 64, 1); got != rule.Max {
-				t.Fatalf("after the bucket emptied: admitted %d, want %d", got, rule.Max)
-			}
-		})
-	}
+		}
+		// Steady state: 5 T later, 5 units fit.
+		c.Set(30 * time.Second)
+		if got := burst(t, newGCRA(t, s, c), "race1", rule, 64, 1); got != 5 {
+			t.Fatalf("5 T later: admitted %d, want 5", got)
+		}
+		// Past the tat (an empty bucket, to be reset by one winner).
+		c.Set(10 * time.Minute)
+		if got := burst(t, newGCRA(t, s, c), "race1", rule, 64, 1); got != rule.Max {
+			t.Fatalf("after the bucket emptied: admitted %d, want %d", got, rule.Max)
+		}
+	})
 }
 
 // TestGCRARaceCatchesUnguarded proves TestGCRARace can fail: the same
@@ -181,10 +154,10 @@ func TestGCRARaceCatchesUnguarded(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := newClock()
-	if got := gcraBurst(t, newGCRA(t, ratelimit.Database(db), c), "guarded", rule, 64, 1); got != rule.Max {
+	if got := burst(t, newGCRA(t, ratelimit.Database(db), c), "guarded", rule, 64, 1); got != rule.Max {
 		t.Fatalf("guarded: admitted %d, want %d", got, rule.Max)
 	}
-	got := gcraBurst(t, newGCRA(t, ratelimit.UnguardedGCRA(db), c), "unguarded", rule, 64, 1)
+	got := burst(t, newGCRA(t, ratelimit.UnguardedGCRA(db), c), "unguarded", rule, 64, 1)
 	if got <= rule.Max {
 		t.Fatalf("unguarded: admitted %d, not more than %d: the race does not show the missing guard", got, rule.Max)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -15,17 +16,15 @@ import (
 // t0 is the tests' start instant.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// clock is a clock moved by hand.
-type clock struct{ ms atomic.Int64 }
+// clock is core's shared test clock, set by the time since t0.
+type clock struct{ *testclock.Clock }
 
-func newClock() *clock {
-	c := &clock{}
-	c.ms.Store(t0.UnixMilli())
-	return c
-}
+func newClock() *clock { return &clock{testclock.New(t0)} }
 
-func (c *clock) Now() time.Time            { return time.UnixMilli(c.ms.Load()).UTC() }
-func (c *clock) Set(d time.Duration)       { c.ms.Store(t0.Add(d).UnixMilli()) }
+// Set moves the clock to t0 + d.
+func (c *clock) Set(d time.Duration) { c.Clock.Set(t0.Add(d)) }
+
+// At returns a func that moves the clock to t0 + d.
 func (c *clock) At(d time.Duration) func() { return func() { c.Set(d) } }
 
 // backend is one storage under test, with a count of its round trips.
@@ -58,6 +57,14 @@ func backends(t *testing.T) []backend {
 			ss = memory.NewStorage(memory.WithClock(c.Now))
 			return ratelimit.Secondary(ss)
 		}, calls: func() int64 { return ss.Calls() }},
+	}
+}
+
+// eachBackend runs fn on every storage, each fresh, with a clock of its
+// own at t0.
+func eachBackend(t *testing.T, fn func(t *testing.T, b backend, c *clock)) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { fn(t, b, newClock()) })
 	}
 }
 
@@ -115,4 +122,21 @@ func release(n int, fn func(i int)) {
 	ready.Wait()
 	close(gate)
 	done.Wait()
+}
+
+// burst releases n requests of cost on key at the clock's instant and
+// returns how many were admitted.
+func burst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Rule, n int, cost int64) int64 {
+	t.Helper()
+	var admitted atomic.Int64
+	release(n, func(int) {
+		d, err := l.ConsumeN(context.Background(), key, rule, cost)
+		if err != nil {
+			t.Error(err)
+		}
+		if d.Allowed {
+			admitted.Add(1)
+		}
+	})
+	return admitted.Load()
 }

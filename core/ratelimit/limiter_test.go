@@ -12,7 +12,11 @@ import (
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-var rule3 = ratelimit.Rule{Window: 10 * time.Second, Max: 3}
+// rule3 and oncePerMinute are the rules most tests decide under.
+var (
+	rule3         = ratelimit.Rule{Window: 10 * time.Second, Max: 3}
+	oncePerMinute = ratelimit.Rule{Window: time.Minute, Max: 1}
+)
 
 func TestBadInputIsAnErrorBeforeAnyWrite(t *testing.T) {
 	m := memory.New()
@@ -82,24 +86,21 @@ func TestBadConfigurationIsAnError(t *testing.T) {
 // TestFixedWindowBoundary: a request whose elapsed time since the window's
 // start is exactly the window opens a new window.
 func TestFixedWindowBoundary(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(0))
-			s := time.Second
-			runSteps(t, l, c, "boundary", rule3, []step{
-				{at: 0, cost: 1, allowed: true, remaining: 2, reset: 10 * s},
-				{at: 4 * s, cost: 1, allowed: true, remaining: 1, reset: 10 * s},
-				{at: 9 * s, cost: 1, allowed: true, remaining: 0, reset: 10 * s},
-				{at: 9 * s, cost: 1, allowed: false, remaining: 0, reset: 10 * s, retry: s},
-				{at: 10*s - time.Millisecond, cost: 1, allowed: false, remaining: 0, reset: 10 * s, retry: time.Millisecond},
-				{at: 10 * s, cost: 1, allowed: true, remaining: 2, reset: 20 * s},
-				{at: 19 * s, cost: 2, allowed: true, remaining: 0, reset: 20 * s},
-				{at: 19*s + 250*time.Millisecond, cost: 1, allowed: false, remaining: 0, reset: 20 * s, retry: 750 * time.Millisecond},
-				{at: 45 * s, cost: 1, allowed: true, remaining: 2, reset: 55 * s},
-			})
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(0))
+		s := time.Second
+		runSteps(t, l, c, "boundary", rule3, []step{
+			{at: 0, cost: 1, allowed: true, remaining: 2, reset: 10 * s},
+			{at: 4 * s, cost: 1, allowed: true, remaining: 1, reset: 10 * s},
+			{at: 9 * s, cost: 1, allowed: true, remaining: 0, reset: 10 * s},
+			{at: 9 * s, cost: 1, allowed: false, remaining: 0, reset: 10 * s, retry: s},
+			{at: 10*s - time.Millisecond, cost: 1, allowed: false, remaining: 0, reset: 10 * s, retry: time.Millisecond},
+			{at: 10 * s, cost: 1, allowed: true, remaining: 2, reset: 20 * s},
+			{at: 19 * s, cost: 2, allowed: true, remaining: 0, reset: 20 * s},
+			{at: 19*s + 250*time.Millisecond, cost: 1, allowed: false, remaining: 0, reset: 20 * s, retry: 750 * time.Millisecond},
+			{at: 45 * s, cost: 1, allowed: true, remaining: 2, reset: 55 * s},
 		})
-	}
+	})
 }
 
 // TestBetterAuthWindow: each allowed request moves the window's start, so
@@ -127,22 +128,19 @@ func TestBetterAuthWindow(t *testing.T) {
 
 func TestCostAboveOne(t *testing.T) {
 	rule := ratelimit.Rule{Window: time.Minute, Max: 10}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(0))
-			m, ms := time.Minute, time.Millisecond
-			runSteps(t, l, c, "cost", rule, []step{
-				{at: 0, cost: 4, allowed: true, remaining: 6, reset: m},
-				{at: 1 * ms, cost: 4, allowed: true, remaining: 2, reset: m},
-				{at: 2 * ms, cost: 4, allowed: false, remaining: 2, reset: m, retry: m - 2*ms}, // denied, not counted
-				{at: 3 * ms, cost: 2, allowed: true, remaining: 0, reset: m},
-				{at: 4 * ms, cost: 1, allowed: false, remaining: 0, reset: m, retry: m - 4*ms},
-				{at: m, cost: 11, allowed: false, remaining: 10, reset: 2 * m, retry: m}, // can never fit
-				{at: m, cost: 10, allowed: true, remaining: 0, reset: 2 * m},
-			})
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithDenialCache(0))
+		m, ms := time.Minute, time.Millisecond
+		runSteps(t, l, c, "cost", rule, []step{
+			{at: 0, cost: 4, allowed: true, remaining: 6, reset: m},
+			{at: 1 * ms, cost: 4, allowed: true, remaining: 2, reset: m},
+			{at: 2 * ms, cost: 4, allowed: false, remaining: 2, reset: m, retry: m - 2*ms}, // denied, not counted
+			{at: 3 * ms, cost: 2, allowed: true, remaining: 0, reset: m},
+			{at: 4 * ms, cost: 1, allowed: false, remaining: 0, reset: m, retry: m - 4*ms},
+			{at: m, cost: 11, allowed: false, remaining: 10, reset: 2 * m, retry: m}, // can never fit
+			{at: m, cost: 10, allowed: true, remaining: 0, reset: 2 * m},
 		})
-	}
+	})
 }
 
 // TestMemoryDefaultClockIsWallTime: a limiter on Memory without WithClock

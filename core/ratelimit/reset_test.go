@@ -17,37 +17,34 @@ import (
 func TestResetClearsOneKey(t *testing.T) {
 	ctx := context.Background()
 	rule := ratelimit.Rule{Window: time.Minute, Max: 2}
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
-			for _, key := range []string{"client", "other"} {
-				for range 2 {
-					if d, err := l.Consume(ctx, key, rule); err != nil || !d.Allowed {
-						t.Fatalf("Consume(%q) = %+v, %v", key, d, err)
-					}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
+		for _, key := range []string{"client", "other"} {
+			for range 2 {
+				if d, err := l.Consume(ctx, key, rule); err != nil || !d.Allowed {
+					t.Fatalf("Consume(%q) = %+v, %v", key, d, err)
 				}
 			}
-			c.Set(10 * time.Second)
-			if d, err := l.Consume(ctx, "client", rule); err != nil || d.Allowed {
-				t.Fatalf("third Consume = %+v, %v; want denied", d, err)
-			}
-			if err := l.Reset(ctx, "client"); err != nil {
-				t.Fatalf("Reset: %v", err)
-			}
-			d, err := l.Consume(ctx, "client", rule)
-			want := ratelimit.Decision{Allowed: true, Limit: 2, Remaining: 1, Reset: t0.Add(70 * time.Second)}
-			if err != nil || d != want {
-				t.Fatalf("Consume after Reset = %+v, %v; want %+v", d, err, want)
-			}
-			if d, err := l.Consume(ctx, "other", rule); err != nil || d.Allowed {
-				t.Errorf("Consume(other) after Reset(client) = %+v, %v; want still denied", d, err)
-			}
-			if err := l.Reset(ctx, "never-seen"); err != nil {
-				t.Errorf("Reset of a key without a counter: %v", err)
-			}
-		})
-	}
+		}
+		c.Set(10 * time.Second)
+		if d, err := l.Consume(ctx, "client", rule); err != nil || d.Allowed {
+			t.Fatalf("third Consume = %+v, %v; want denied", d, err)
+		}
+		if err := l.Reset(ctx, "client"); err != nil {
+			t.Fatalf("Reset: %v", err)
+		}
+		d, err := l.Consume(ctx, "client", rule)
+		want := ratelimit.Decision{Allowed: true, Limit: 2, Remaining: 1, Reset: t0.Add(70 * time.Second)}
+		if err != nil || d != want {
+			t.Fatalf("Consume after Reset = %+v, %v; want %+v", d, err, want)
+		}
+		if d, err := l.Consume(ctx, "other", rule); err != nil || d.Allowed {
+			t.Errorf("Consume(other) after Reset(client) = %+v, %v; want still denied", d, err)
+		}
+		if err := l.Reset(ctx, "never-seen"); err != nil {
+			t.Errorf("Reset of a key without a counter: %v", err)
+		}
+	})
 }
 
 func TestResetRefusesBadKeys(t *testing.T) {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -154,7 +153,7 @@ func TestSlidingMatchesModel(t *testing.T) {
 						now += r.Int64N(6)
 					}
 					cost := r.Int64N(max + 2)
-					c.ms.Store(now)
+					c.Clock.Set(time.UnixMilli(now))
 					got, err := l.ConsumeN(context.Background(), fmt.Sprintf("model%d", max), rule, cost)
 					if err != nil {
 						t.Fatal(err)
@@ -166,23 +165,6 @@ func TestSlidingMatchesModel(t *testing.T) {
 			})
 		}
 	}
-}
-
-// slidingBurst runs n requests of cost at one instant and returns how many
-// were admitted.
-func slidingBurst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Rule, n int, cost int64) int64 {
-	t.Helper()
-	var admitted atomic.Int64
-	release(n, func(int) {
-		d, err := l.ConsumeN(context.Background(), key, rule, cost)
-		if err != nil {
-			t.Error(err)
-		}
-		if d.Allowed {
-			admitted.Add(1)
-		}
-	})
-	return admitted.Load()
 }
 
 // slidingRace fills the previous window with 60 and the current one with
@@ -204,7 +186,7 @@ func slidingRace(t *testing.T, s ratelimit.Storage, key string) int64 {
 		}
 	}
 	c.Set(15 * time.Second)
-	return slidingBurst(t, l, key, rule, 200, 1)
+	return burst(t, l, key, rule, 200, 1)
 }
 
 // TestSlidingRace: 200 requests at one instant, with a previous window
@@ -221,7 +203,7 @@ func TestSlidingRace(t *testing.T) {
 			l := newSliding(t, b.storage(c), c, ratelimit.WithMaxAttempts(1000))
 			for _, cost := range []int64{1, 3} {
 				key := fmt.Sprintf("fresh%d", cost)
-				if got := slidingBurst(t, l, key, slidingRule, 64, cost); got != slidingRule.Max/cost {
+				if got := burst(t, l, key, slidingRule, 64, cost); got != slidingRule.Max/cost {
 					t.Fatalf("cost %d on a fresh key: admitted %d, want %d", cost, got, slidingRule.Max/cost)
 				}
 			}
@@ -359,47 +341,44 @@ func TestSlidingLongKeys(t *testing.T) {
 // storage, where the counters are per window, it refuses and ResetRule
 // clears both windows, so the key gets its whole Max again at once.
 func TestSlidingReset(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newSliding(t, b.storage(c), c)
-			ctx := context.Background()
-			// 5 in window 0, then 6 at 12 s, where the 5 weigh ceil(4): full.
-			for _, k := range []string{"reset", "other"} {
-				for _, s := range []struct {
-					at   time.Duration
-					cost int64
-				}{{5 * time.Second, 5}, {12 * time.Second, 6}} {
-					c.Set(s.at)
-					if d, err := l.ConsumeN(ctx, k, slidingRule, s.cost); err != nil || !d.Allowed {
-						t.Fatalf("%s at %v: %+v, %v", k, s.at, d, err)
-					}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newSliding(t, b.storage(c), c)
+		ctx := context.Background()
+		// 5 in window 0, then 6 at 12 s, where the 5 weigh ceil(4): full.
+		for _, k := range []string{"reset", "other"} {
+			for _, s := range []struct {
+				at   time.Duration
+				cost int64
+			}{{5 * time.Second, 5}, {12 * time.Second, 6}} {
+				c.Set(s.at)
+				if d, err := l.ConsumeN(ctx, k, slidingRule, s.cost); err != nil || !d.Allowed {
+					t.Fatalf("%s at %v: %+v, %v", k, s.at, d, err)
 				}
 			}
-			if d, _ := l.Consume(ctx, "reset", slidingRule); d.Allowed {
-				t.Fatalf("before the reset: %+v, want denied", d)
+		}
+		if d, _ := l.Consume(ctx, "reset", slidingRule); d.Allowed {
+			t.Fatalf("before the reset: %+v, want denied", d)
+		}
+		err := l.Reset(ctx, "reset")
+		if b.name == "memory" {
+			if err != nil {
+				t.Fatalf("Reset: %v", err)
 			}
-			err := l.Reset(ctx, "reset")
-			if b.name == "memory" {
-				if err != nil {
-					t.Fatalf("Reset: %v", err)
-				}
-			} else {
-				if !errors.Is(err, core.ErrInvalid) {
-					t.Fatalf("Reset = %v, want ErrInvalid (use ResetRule)", err)
-				}
-				if err := l.ResetRule(ctx, "reset", slidingRule); err != nil {
-					t.Fatalf("ResetRule: %v", err)
-				}
+		} else {
+			if !errors.Is(err, core.ErrInvalid) {
+				t.Fatalf("Reset = %v, want ErrInvalid (use ResetRule)", err)
 			}
-			if d, err := l.ConsumeN(ctx, "reset", slidingRule, 10); err != nil || !d.Allowed {
-				t.Fatalf("after the reset: %+v, %v; want Max admitted", d, err)
+			if err := l.ResetRule(ctx, "reset", slidingRule); err != nil {
+				t.Fatalf("ResetRule: %v", err)
 			}
-			if d, _ := l.Consume(ctx, "other", slidingRule); d.Allowed {
-				t.Fatalf("another key: %+v, want still denied", d)
-			}
-		})
-	}
+		}
+		if d, err := l.ConsumeN(ctx, "reset", slidingRule, 10); err != nil || !d.Allowed {
+			t.Fatalf("after the reset: %+v, %v; want Max admitted", d, err)
+		}
+		if d, _ := l.Consume(ctx, "other", slidingRule); d.Allowed {
+			t.Fatalf("another key: %+v, want still denied", d)
+		}
+	})
 }
 
 // plainSecondary is a secondary storage without a bounded increment.
@@ -425,25 +404,22 @@ func TestSlidingExtremes(t *testing.T) {
 	const huge = 1<<63 - 1
 	rule := ratelimit.Rule{Window: 100 * 365 * 24 * time.Hour, Max: huge}
 	w := rule.Window.Milliseconds()
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newSliding(t, b.storage(c), c)
-			ctx := context.Background()
-			// t0 lies in window 0 (the century from the epoch).
-			if d, err := l.ConsumeN(ctx, "huge", rule, huge); err != nil || !d.Allowed || d.Remaining != 0 {
-				t.Fatalf("Max at once: %+v, %v", d, err)
-			}
-			c.ms.Store(w)
-			if d, err := l.Consume(ctx, "huge", rule); err != nil || d.Allowed || d.RetryAfter != time.Millisecond {
-				t.Fatalf("at the boundary: %+v, %v; want denied for 1 ms", d, err)
-			}
-			// 1 ms in, the previous Max weighs ceil(Max × (w−1)/w), which
-			// leaves floor(Max/w) units.
-			c.ms.Store(w + 1)
-			if d, err := l.Consume(ctx, "huge", rule); err != nil || !d.Allowed || d.Remaining != huge/w-1 {
-				t.Fatalf("1 ms later: %+v, %v; want admitted with %d remaining", d, err, huge/w-1)
-			}
-		})
-	}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newSliding(t, b.storage(c), c)
+		ctx := context.Background()
+		// t0 lies in window 0 (the century from the epoch).
+		if d, err := l.ConsumeN(ctx, "huge", rule, huge); err != nil || !d.Allowed || d.Remaining != 0 {
+			t.Fatalf("Max at once: %+v, %v", d, err)
+		}
+		c.Clock.Set(time.UnixMilli(w))
+		if d, err := l.Consume(ctx, "huge", rule); err != nil || d.Allowed || d.RetryAfter != time.Millisecond {
+			t.Fatalf("at the boundary: %+v, %v; want denied for 1 ms", d, err)
+		}
+		// 1 ms in, the previous Max weighs ceil(Max × (w−1)/w), which
+		// leaves floor(Max/w) units.
+		c.Clock.Set(time.UnixMilli(w + 1))
+		if d, err := l.Consume(ctx, "huge", rule); err != nil || !d.Allowed || d.Remaining != huge/w-1 {
+			t.Fatalf("1 ms later: %+v, %v; want admitted with %d remaining", d, err, huge/w-1)
+		}
+	})
 }

@@ -67,26 +67,23 @@ func TestMemoryStorageIsBounded(t *testing.T) {
 // TestBurstInProcessStorages: the memory and secondary storages admit
 // exactly max under a burst too.
 func TestBurstInProcessStorages(t *testing.T) {
-	for _, b := range backends(t) {
-		t.Run(b.name, func(t *testing.T) {
-			c := newClock()
-			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
-			rule := ratelimit.Rule{Window: time.Minute, Max: 10}
-			var admitted atomic.Int64
-			release(64, func(int) {
-				d, err := l.Consume(context.Background(), "burst", rule)
-				if err != nil {
-					t.Error(err)
-				}
-				if d.Allowed {
-					admitted.Add(1)
-				}
-			})
-			if admitted.Load() != 10 {
-				t.Errorf("admitted %d, want 10", admitted.Load())
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
+		rule := ratelimit.Rule{Window: time.Minute, Max: 10}
+		var admitted atomic.Int64
+		release(64, func(int) {
+			d, err := l.Consume(context.Background(), "burst", rule)
+			if err != nil {
+				t.Error(err)
+			}
+			if d.Allowed {
+				admitted.Add(1)
 			}
 		})
-	}
+		if admitted.Load() != 10 {
+			t.Errorf("admitted %d, want 10", admitted.Load())
+		}
+	})
 }
 
 // TestManyKeysConcurrently checks the sharded memory storage under -race.
