@@ -190,7 +190,7 @@ func (h oneClientHarness) Capabilities() StorageCapabilities {
 }
 
 // TestStorageSkipsWhatTheStorageLacks runs the storage suite on a storage
-// with none of the optional interfaces, on one client: the 12 sequential
+// with none of the optional interfaces, on one client: the 13 sequential
 // cases and 19 races that need what it lacks skip, and the 9 others pass.
 func TestStorageSkipsWhatTheStorageLacks(t *testing.T) {
 	var seen subtests
@@ -203,7 +203,7 @@ func TestStorageSkipsWhatTheStorageLacks(t *testing.T) {
 		return h, nil
 	})
 	require.NotZero(t, len(seen.all))
-	checkSkips(t, &seen, t.Name()+"/", storageSequentialCases(), has, 12)
+	checkSkips(t, &seen, t.Name()+"/", storageSequentialCases(), has, 13)
 	checkSkips(t, &seen, t.Name()+"/", storageRaceCases(), has, 19)
 	for name, st := range seen.all {
 		if st.Skipped() {

@@ -81,6 +81,7 @@ type concurrencyCase = testCase[*ccFixture]
 func concurrencyCases() []concurrencyCase {
 	return []concurrencyCase{
 		{"LeaseLifeCycle", ruleLeaseLifeCycle, 0, checked(ccScript)},
+		{"Edges", ruleCCEdges, 0, checked(ccEdges)},
 		{"BurstOnFreshKey", ruleBurstOnFreshKey, severalPools, checked(ccBurstOnFreshKey)},
 		{"BurstOnFreedKey", ruleBurstOnFreedKey, severalPools, checked(ccBurstOnFreedKey)},
 		{"Churn", ruleChurn, severalPools, checked(ccChurnCase)},

@@ -96,6 +96,7 @@ func storageSequentialCases() []storageCase {
 		{"ClaimSharesOwnerLimits", ruleClaimSharesOwnerLimits, sharesOwners, storageClaimSharesOwnerLimits},
 		{"PatchSetsFieldsKeepsOthers", rulePatch, claims, storagePatch},
 		{"ClaimAndPatchKeepExpiry", ruleClaimKeepsExpiry, claims, waitsForTTL(storageClaimKeepsExpiry)},
+		{"RateLimitEdges", ruleRateLimitEdges, boundedIncrement, storageRateLimitEdges},
 	}
 }
 

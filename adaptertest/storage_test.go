@@ -207,7 +207,7 @@ func (s *racyStorage) increment(ctx context.Context, key string, by, max int64, 
 	if !ok && bounded && by > max {
 		return driver.Counter{}, false, nil
 	}
-	if bounded && n+by > max {
+	if bounded && (by >= 0 && n > max-by || by < 0 && n+by > max) { // exact: n + by may not fit an int64
 		return driver.Counter{Value: n, TTL: left}, false, nil
 	}
 	v.v = strconv.FormatInt(n+by, 10)

@@ -152,6 +152,7 @@ func rateLimitCases() []dbCase {
 		{"SlidingWindowBurst/pools=4", ruleSliding, 0, rlSliding(rlPools)},
 		{"HostileKeysAreStorable", ruleHostileKeys, 0, checked(rlHostileKeys)},
 		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
+		{"EdgesAgainstBigModel", ruleEdges, 0, checked(rlEdges)},
 	}
 }
 

@@ -137,10 +137,14 @@ return {v, ttl, 1}
 
 // Increment adds by to the counter at key, creating it with ttl. The
 // expiry of an existing counter is never extended. ttl must be a positive
-// whole number of seconds.
+// whole number of seconds, and by within ±2^51 (the script computes in
+// doubles).
 func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.Duration) (driver.Counter, error) {
 	driver.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
+		return driver.Counter{}, err
+	}
+	if err := checkCalc("by", by); err != nil {
 		return driver.Counter{}, err
 	}
 	res, err := incrementScript.Run(ctx, s.client, []string{s.prefix + key}, by, int64(ttl/time.Second)).Int64Slice()
@@ -151,10 +155,19 @@ func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.
 }
 
 // IncrementBounded adds by only when the counter stays at or below max, in
-// one script; a refused increment changes nothing.
+// one script; a refused increment changes nothing. by and max must be
+// within ±2^51: the script compares in doubles, exact below 2^53, so a
+// larger bound (a rate-limit rule's Max, say) is refused with
+// core.ErrInvalid rather than compared inexactly.
 func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (driver.Counter, bool, error) {
 	driver.AddRoundTrips(ctx, 1)
 	if err := checkTTL(ttl); err != nil {
+		return driver.Counter{}, false, err
+	}
+	if err := checkCalc("by", by); err != nil {
+		return driver.Counter{}, false, err
+	}
+	if err := checkCalc("max", max); err != nil {
 		return driver.Counter{}, false, err
 	}
 	res, err := boundedScript.Run(ctx, s.client, []string{s.prefix + key}, by, max, int64(ttl/time.Second)).Int64Slice()
@@ -166,6 +179,16 @@ func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int6
 		c.TTL = time.Duration(res[1]) * time.Millisecond
 	}
 	return c, res[2] == 1, nil
+}
+
+// checkCalc refuses, before any I/O, an operand of a counter script
+// outside ±2^51: the scripts compute in doubles, and the sum of two such
+// operands stays below 2^53, where doubles are exact.
+func checkCalc(name string, v int64) error {
+	if v <= -maxCalc || v >= maxCalc {
+		return fmt.Errorf("sluiceredis: increment: %w: %s %d is outside ±2^51, beyond which the script's doubles are inexact", core.ErrInvalid, name, v)
+	}
+	return nil
 }
 
 // checkTTL refuses, before any I/O, a TTL Redis cannot keep exactly.

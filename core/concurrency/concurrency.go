@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"time"
 
@@ -100,7 +101,8 @@ type Slot struct {
 // when all n are held (err is nil then: errors are failures only, such as
 // the store's). The holder should call [Slot.Release] when done, and
 // [Slot.Renew] before the lease ends if it needs longer. lease is rounded
-// up to the millisecond; n is at most [MaxSlots]. Use one n for a key:
+// up to the millisecond, and must stay within time.Duration's range when
+// it is; n is at most [MaxSlots]. Use one n for a key:
 // slots numbered n or higher, left by a call with a larger n, do not
 // count.
 func (l *Limiter) Acquire(ctx context.Context, key string, n int, lease time.Duration) (Slot, bool, error) {
@@ -115,10 +117,13 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int, lease time.Dur
 	case lease <= 0:
 		return Slot{}, false, invalidf("Acquire: lease %v, want a positive duration", lease)
 	}
+	ms := ceilMillis(lease)
+	if ms > maxLeaseMillis {
+		return Slot{}, false, invalidf("Acquire: lease %v rounds up to %d ms, longer than a time.Duration holds (%d ms)", lease, ms, maxLeaseMillis)
+	}
 	if err := ctx.Err(); err != nil {
 		return Slot{}, false, err
 	}
-	ms := ceilMillis(lease)
 	now := l.now().UnixMilli()
 	ls, ok, err := l.store.AcquireSlot(ctx, key, n, now, now+ms)
 	if err != nil {
@@ -178,6 +183,11 @@ func (s *Slot) Renew(ctx context.Context) (renewed bool, err error) {
 	}
 	return ok, nil
 }
+
+// maxLeaseMillis is the longest lease in whole milliseconds that a Slot's
+// LeaseTime (a time.Duration) holds: a lease in the last millisecond of
+// time.Duration's range rounds up past it.
+const maxLeaseMillis = math.MaxInt64 / int64(time.Millisecond)
 
 func ceilMillis(d time.Duration) int64 {
 	ms := d.Milliseconds()

@@ -219,6 +219,18 @@ func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int6
 	return s.increment(ctx, "IncrementBounded", key, by, max, true, ttl)
 }
 
+// sumAtMost reports whether a + b ≤ max, exactly, for any int64s.
+func sumAtMost(a, b, max int64) bool {
+	s := a + b
+	switch {
+	case b > 0 && s < a:
+		return false // wrapped from above every int64
+	case b < 0 && s > a:
+		return true // wrapped from below every int64
+	}
+	return s <= max
+}
+
 var errNotCounter = errors.New("value is not an integer counter")
 
 func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, bounded bool, ttl time.Duration) (driver.Counter, bool, error) {
@@ -249,12 +261,14 @@ func (s *Storage) increment(ctx context.Context, op, key string, by, max int64, 
 	if !e.expires.IsZero() {
 		left = e.expires.Sub(now)
 	}
+	// A bounded increment past max is a refusal even where the sum would
+	// overflow: max is an int64, so such a sum is above it.
+	if bounded && !sumAtMost(e.counter, by, max) {
+		return driver.Counter{Value: e.counter, TTL: left}, false, nil
+	}
 	next := e.counter + by
 	if (by > 0 && next < e.counter) || (by < 0 && next > e.counter) {
 		return driver.Counter{}, false, fmt.Errorf("memory storage %s %q: %d + %d overflows int64", op, key, e.counter, by)
-	}
-	if bounded && next > max {
-		return driver.Counter{Value: e.counter, TTL: left}, false, nil
 	}
 	e.counter = next
 	return driver.Counter{Value: next, TTL: left}, true, nil

@@ -71,7 +71,10 @@
 // decays, or in the next, where this window's count becomes the previous
 // one. When not even one unit fits (Remaining 0) it is the instant one unit
 // fits, for any cost: the denial cache keeps the key until then, exactly.
-// A cost above Max reports the end of window i.
+// A cost above Max reports the end of window i. A counter weighs until
+// the end of the next window and a denial may wait into it, so a Window
+// longer than half the longest time.Duration is refused with
+// core.ErrInvalid.
 //
 // Database storage keeps one row per key and window in the rateLimit
 // model, named key + [SlidingSeparator] + the window number in decimal,
@@ -160,7 +163,11 @@
 // when the bucket is full again (tat); for a denial, when this request
 // fits, now + RetryAfter, with RetryAfter = tat + c·T − Max·T − now. A
 // full key admits nothing until a unit fits, so the denial cache below
-// holds for GCRA too.
+// holds for GCRA too. A full bucket is Max·T ms ahead of now, which a
+// RetryAfter must be able to wait: a rule whose Max·T exceeds the longest
+// time.Duration (about 292 years; so Max at most about 9.2×10¹² with T of
+// 1 ms) is refused with core.ErrInvalid rather than computed with
+// overflow.
 //
 // On [Database] storage the tat lives in the rateLimit row's lastRequest
 // (count stays 0): no schema change. An admitted request is one guarded

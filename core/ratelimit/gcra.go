@@ -22,13 +22,19 @@ import (
 //     RetryAfter there.
 
 // gcraInterval is the emission interval T in milliseconds: Window/Max
-// rounded up, so that the rate never exceeds Max per Window. rule.Max > 0.
+// rounded up, so that the rate never exceeds Max per Window; at least 1
+// for any Max (the quotient and remainder never overflow, as w + Max − 1
+// would). A rule of Max 0 gets the whole window.
 func gcraInterval(rule Rule) int64 {
 	w := rule.Window.Milliseconds()
 	if rule.Max <= 0 {
 		return w
 	}
-	return (w + rule.Max - 1) / rule.Max
+	t := w / rule.Max
+	if w%rule.Max != 0 {
+		t++
+	}
+	return t
 }
 
 // gcraState reports tat (the key's, not below now) to decide: admitted

@@ -277,6 +277,9 @@ func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 	if err := rule.Validate(); err != nil {
 		return fmt.Errorf("%w (key %q)", err, key)
 	}
+	if p := rule.modeProblem(l.mode); p != "" {
+		return invalidf("%s (key %q)", p, key)
+	}
 	if l.longest > 0 && rule.Window > l.longest {
 		return invalidf("key %q: rule window %v is longer than the declared longest window %v", key, rule.Window, l.longest)
 	}

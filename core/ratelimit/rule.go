@@ -21,6 +21,10 @@ type Rule struct {
 var Unlimited = Rule{Max: -1}
 
 // Validate reports what is wrong with the rule, wrapping core.ErrInvalid.
+// A limiter also refuses, the same way, what its mode cannot compute
+// exactly: under SlidingWindow a Window longer than half the longest
+// time.Duration, under GCRA a Max × ⌈Window/Max⌉ ms longer than the
+// longest time.Duration (so at most about 9.2×10¹² units per window).
 func (r Rule) Validate() error {
 	if p := r.problem(); p != "" {
 		return invalidf("%s", p)
