@@ -176,7 +176,7 @@ func (c *combiner) run(lk lineKey, ws []*waiter, attempts int) {
 
 // decide claims, in as few guarded writes as it can, the units of every
 // caller in ws that fits, and denies the others. Each claim goes through
-// the counter-row protocol (counterrow.go), which keeps what it learns of
+// the counter-row protocol (database.go), which keeps what it learns of
 // the row, and the attempts, from one claim to the next.
 func (c *combiner) decide(ctx context.Context, lk lineKey, ws []*waiter, attempts int) {
 	rule := lk.rule

@@ -37,16 +37,27 @@
 // # Database storage
 //
 // Counters live in the rateLimit model (key, count, lastRequest in epoch
-// milliseconds). A request first tries the in-window increment, count +=
-// cost guarded on the key, lastRequest > now − window and count ≤ max −
-// cost, so an allowed request in steady state costs one round trip. Only on
-// a miss does it read the row, then: an over window is reset with count =
-// cost, lastRequest = now, guarded on lastRequest ≤ the value read, so one
-// concurrent caller wins; a missing row is created, and a unique conflict
-// means a concurrent opener won, so it reads and decides again; a full
-// window is denied. Lost races retry, at most [DefaultMaxAttempts] times by
-// default and never past the context's end; then the result is an error
-// wrapping core.ErrContention.
+// milliseconds). A request claims cost units of its key's row with one
+// guarded write when it can: under [BetterAuthWindow], count += cost and
+// lastRequest := now guarded on the key, lastRequest > now − window and
+// count ≤ max − cost; under [FixedWindow] with the window's start known
+// (this process remembers the start it last saw stored for each key, in a
+// bounded memory), count += cost guarded on lastRequest equal to that
+// start and the same room, whose match proves the start, so the write
+// answers the new count alone (IncrementValue); with the start unknown,
+// count += cost guarded on a live window, answering the row, except where
+// the adapter answers the count alone in fewer round trips than the row
+// (MySQL: decided once, when core.New wraps the adapter), where it reads
+// first. An allowed request in steady state thus costs one round trip.
+// Only on a miss does it read the row, then: an over window is reset with
+// count = cost, lastRequest = now, guarded on lastRequest ≤ the value
+// read, so one concurrent caller wins; a missing row is created, and a
+// unique conflict means a concurrent opener won; a full window is denied
+// at the state read; a live one with room is claimed again, guarded on its
+// start. Each pass that loses a race (a write that matched nothing, a
+// conflict, a reset another caller made) counts one attempt, at most
+// [DefaultMaxAttempts] by default and never past the context's end; then
+// the result is an error wrapping core.ErrContention.
 //
 // Before its first decision the storage checks that the table has what
 // exactness depends on, such as the unique index on the key (see
@@ -108,19 +119,20 @@
 // key in flight goes alone, on the path above, so a key that is not hot
 // waits for nothing. Requests that arrive while a write is in flight
 // queue, and when it ends they all go in the next write, run by the first
-// of them: count += k, the sum of their costs, guarded on the key, the
-// live window and count ≤ max − k. When it matches, each is admitted with
-// the count it would have had if they had been served one after another
-// in arrival order. When it misses, the row is read: requests whose cost
-// does not fit what is left are denied at that state, and a further write
-// claims as many of the others as fit, and so on; a row without a live
-// window is opened by the first of them on the path above, and the rest
-// claim in it. A request is thus admitted only by a guarded write that
-// leaves the count at most max, and denied only at a state of the row in
-// which it does not fit: when demand exceeds the limit exactly max units
-// are admitted, never more, never fewer, across processes too, each
-// combining its own requests. Checks (cost 0) and costs above max are not
-// combined. A batch gives up after as many lost races as a request.
+// of them: a claim of k, the sum of the costs that fit, through the same
+// protocol as a lone request of cost k, with the guard count ≤ max − k.
+// When it matches, each is admitted with the count it would have had if
+// they had been served one after another in arrival order. When the
+// protocol finds a state of the row in which k does not fit, requests
+// whose cost does not fit what is left are denied at that state, and a
+// further claim takes as many of the others as fit, and so on; a row
+// without a live window is created or reset to the claim of those that
+// fit. A request is thus admitted only by a guarded write that leaves the
+// count at most max, and denied only at a state of the row in which it
+// does not fit: when demand exceeds the limit exactly max units are
+// admitted, never more, never fewer, across processes too, each combining
+// its own requests. Checks (cost 0) and costs above max are not combined.
+// A batch gives up after as many lost races as a request.
 //
 // It is an option because it changes which decision a request gets,
 // though never the totals above:
@@ -216,6 +228,41 @@
 // longer window is refused, so pruning can never delete a live row.
 // [Limiter.StartPruning] runs it on a timer until the context ends or
 // [Limiter.Close].
+//
+// # Design: the walk of one decision
+//
+// One allowed [Limiter.Consume] on [Database] storage under [FixedWindow],
+// in steady state, runs code in these files of this package:
+//
+//   - limiter.go: ConsumeN validates the request, reads the clock, asks the
+//     denial cache, calls the storage's consume with the limiter's mode,
+//     and turns the state it reports into a [Decision];
+//   - key.go and rule.go: the key's and the rule's validation;
+//   - bounded.go: the bounded maps of the denial cache and of the
+//     remembered window starts;
+//   - database.go: the storage picks the algorithm for the mode (GCRA and
+//     SlidingWindow have their writes in database_gcra.go and
+//     database_sliding.go) and claims cost units of the key's row through
+//     the counter-row protocol (claim, increment, settle), which calls
+//     core.DB's IncrementValue, IncrementOne, FindOne and Create.
+//
+// Five files, where it crossed six before the protocol was one (modes.go
+// forwarded each mode to its storage); measured with a coverage profile
+// of that one decision, which also runs six files of package core (db.go,
+// db_value.go, where.go, naming.go, row.go, convert.go) and core/driver's
+// table.go before the adapter. Under [WithWriteCombining] it adds
+// combine.go (six files, as before); under [GCRA], database_gcra.go and
+// gcra.go (seven, as before: modes.go is gone, and the database's GCRA
+// writes moved out of gcra.go, which now holds arithmetic only).
+//
+// The algorithms are arithmetic over a key's counter, with no storage in
+// them: window.go (fixed and Better Auth windows), sliding.go and gcra.go.
+// [Memory] (memory.go) applies them to its counters under a shard's lock;
+// [Secondary] (secondary.go) through the storage's atomic increments and
+// driver.TATAdvancer; the database storage as the guards of its writes.
+// combine.go queues a hot key's requests and splits each batch into claims
+// of the same protocol. reset.go, prune.go and observe.go are the
+// limiter's other operations.
 //
 // # HTTP
 //

@@ -5,7 +5,7 @@ package ratelimit
 // window opens at a key's first request and lasts the rule's Window; an
 // elapsed time of exactly Window belongs to the next window. Memory
 // applies it under a lock; the database storage applies it as the guards
-// of its writes (counterrow.go).
+// of its writes (database.go).
 
 // windowed decides a request of cost (1 ≤ cost ≤ rule.Max) on c (exists
 // false: none stored) at now: it returns the counter after the request
