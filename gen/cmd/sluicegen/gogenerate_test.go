@@ -14,8 +14,8 @@ import (
 // TestGoGenerateInFreshModule proves the //go:generate line the READMEs
 // give works in a user's module: a fresh module requiring the generator
 // (from the local folders, through replace lines) adds the command with
-// `go get -tool`, and `go generate ./...` then writes models that build,
-// and a migration. `go run github.com/…/sluicegen` would instead fail
+// `go get -tool`, which adds no database driver to its go.mod, and `go
+// generate ./...` then writes models that build, and a migration. `go run github.com/…/sluicegen` would instead fail
 // there with "updates to go.mod needed".
 func TestGoGenerateInFreshModule(t *testing.T) {
 	if testing.Short() {
@@ -25,13 +25,15 @@ func TestGoGenerateInFreshModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	root := filepath.Join(here, "..", "..", "..") // the repository: core, gen
+	root := filepath.Join(here, "..", "..", "..") // the repository: core, gen, adapters/sql (its ddl)
 	dir := t.TempDir()
 	gomod := "module example.com/app\n\ngo 1.26.0\n\n" +
 		"require (\n" +
+		"\tgithub.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000\n" +
 		"\tgithub.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000\n" +
 		"\tgithub.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000\n" +
 		")\n\nreplace (\n" +
+		"\tgithub.com/sluice-go/sluice/adapters/sql => " + filepath.Join(root, "adapters", "sql") + "\n" +
 		"\tgithub.com/sluice-go/sluice/core => " + filepath.Join(root, "core") + "\n" +
 		"\tgithub.com/sluice-go/sluice/gen => " + filepath.Join(root, "gen") + "\n" +
 		"\tgithub.com/sluice-go/sluice/gen/cmd/sluicegen => " + here + "\n" +
@@ -68,6 +70,12 @@ func TestGoGenerateInFreshModule(t *testing.T) {
 	}
 	if !strings.Contains(string(data), "\ntool "+tool+"\n") {
 		t.Fatalf("go get -tool added no tool line:\n%s", data)
+	}
+	// The drivers are sluicediff's: the tool brings none into the module.
+	for _, driver := range []string{"github.com/jackc/pgx", "github.com/go-sql-driver/mysql", "modernc.org/sqlite"} {
+		if strings.Contains(string(data), driver) {
+			t.Errorf("go get -tool added the driver %s to the module:\n%s", driver, data)
+		}
 	}
 	for _, args := range [][]string{{"generate", "./..."}, {"build", "./..."}, {"vet", "./..."}} {
 		if out, err := goCmd(dir, env, args...); err != nil {
