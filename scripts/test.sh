@@ -4,7 +4,10 @@
 # tests that skipped for want of it and why. A plain `go test work` says
 # "ok" for a package whose server tests all skipped, and hides what such a
 # package prints unless -v, so the summary is computed here from the
-# `go test -json` events of the tests that actually skipped.
+# `go test -json` events of the tests that actually skipped. Before that,
+# each server variable left unset is filled in when its server answers on
+# its usual local port (scripts/findservers.sh), with one line per server
+# saying what was found and used.
 #
 #   bash scripts/test.sh [go test flags] [-- packages]
 #
@@ -30,4 +33,5 @@ if ! CGO_ENABLED=0 go build -o "$bin/testsummary" ./scripts/testsummary/main.go;
   exit 2
 fi
 
+source scripts/findservers.sh
 go test -json "${flags[@]}" "${pkgs[@]}" | "$bin/testsummary" "${verbose[@]}"
