@@ -3,7 +3,8 @@
 #
 #   bash scripts/release.sh VERSION              print the release commit and its tags
 #   bash scripts/release.sh VERSION -tag         also create the tags locally (never pushed)
-#   bash scripts/release.sh VERSION -proxy DIR   write a file-based module proxy to DIR
+#   bash scripts/release.sh VERSION -proxy DIR   write a file-based module proxy to DIR, and print
+#                                                the environment (export lines) that installs from it
 #
 # In the repository the modules require each other at the zero version
 # v0.0.0-00010101000000-000000000000 and find each other through replace
@@ -113,7 +114,16 @@ if [ -n "$proxy" ]; then
   (cd scripts/modzip && GOWORK=off go run . -version "$version" -time "$stamp" -out "$proxy" "${args[@]}")
   echo "wrote ${#paths[@]} modules at $version to the proxy $proxy:"
   for p in "${paths[@]}"; do echo "  $p@$version"; done
-  echo "use it with GOPROXY=file://$proxy"
+  # The environment that installs them: this proxy first, then the one
+  # the go command uses now (for every other module; computed, so that no
+  # registry is named here), and the modules at $version kept out of the
+  # checksum database, which has never seen them. GOPRIVATE would do that
+  # too but also skip every proxy for them, this one included.
+  upstream=$(go env GOPROXY) nosum=$(go env GONOSUMDB)
+  echo "use it in a module of yours with this environment:"
+  printf "  export GOPROXY='%s'\n" "file://$proxy${upstream:+,$upstream}"
+  printf "  export GONOSUMDB='%s'\n" "${nosum:+$nosum,}$prefix"
+  echo "then: go get $prefix/core@$version (and the adapters you use, at $version)"
   exit 0
 fi
 

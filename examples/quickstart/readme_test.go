@@ -26,23 +26,6 @@ func docs(t *testing.T) []string {
 // checkPkg is the package the fragments are compiled into.
 const checkPkg = "./internal/readmecheck"
 
-// autoImports are the packages a fragment may use without importing them,
-// as a reader would after the fragments before it: its own imports win.
-var autoImports = map[string]string{
-	"context":     "context",
-	"fmt":         "fmt",
-	"http":        "net/http",
-	"log":         "log",
-	"netip":       "net/netip",
-	"os":          "os",
-	"testing":     "testing",
-	"time":        "time",
-	"adaptertest": "github.com/sluice-go/sluice/adaptertest",
-	"apikey":      "github.com/sluice-go/sluice/core/apikey",
-	"core":        "github.com/sluice-go/sluice/core",
-	"ratelimit":   "github.com/sluice-go/sluice/core/ratelimit",
-}
-
 // goBlocks returns the ```go blocks of every document.
 func goBlocks(t *testing.T) []snippets.Block {
 	t.Helper()
@@ -125,7 +108,7 @@ func TestReadmeFragmentsCompile(t *testing.T) {
 		}
 		b.File = abs
 		fn := fmt.Sprintf("fragment%d", i)
-		src, err := b.GoFile("readmecheck", snippets.Func{Name: fn}, autoImports, true)
+		src, err := b.GoFile("readmecheck", snippets.Func{Name: fn}, snippets.AutoImports, true)
 		if err != nil {
 			t.Errorf("%s:%d: %v", b.File, b.Line, err)
 			continue

@@ -30,6 +30,23 @@ type Block struct {
 	Output string
 }
 
+// AutoImports are the packages a block may use without importing them,
+// as a reader would after the blocks before it: its own imports win.
+var AutoImports = map[string]string{
+	"context":     "context",
+	"fmt":         "fmt",
+	"http":        "net/http",
+	"log":         "log",
+	"netip":       "net/netip",
+	"os":          "os",
+	"testing":     "testing",
+	"time":        "time",
+	"adaptertest": "github.com/sluice-go/sluice/adaptertest",
+	"apikey":      "github.com/sluice-go/sluice/core/apikey",
+	"core":        "github.com/sluice-go/sluice/core",
+	"ratelimit":   "github.com/sluice-go/sluice/core/ratelimit",
+}
+
 // marker opens the comment that names the next block.
 const marker = "<!-- snippet: "
 
