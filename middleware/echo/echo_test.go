@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
@@ -22,24 +22,11 @@ import (
 	sluiceecho "github.com/sluice-go/sluice/middleware/echo"
 )
 
-// clock is a settable clock for the limiter and the key manager.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock is the tests' settable clock (adaptertest.Clock): it moves only
+// when a test advances it, so windows and refills are crossed without
+// sleeping.
+func newClock() *adaptertest.Clock {
+	return adaptertest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // reply is one response as a client sees it.

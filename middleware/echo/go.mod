@@ -4,7 +4,13 @@ go 1.26.0
 
 require (
 	github.com/labstack/echo/v4 v4.16.0
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 require (
@@ -19,4 +25,7 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 )
 
-replace github.com/sluice-go/sluice/core => ../../core
+replace (
+	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
+	github.com/sluice-go/sluice/core => ../../core
+)

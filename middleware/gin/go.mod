@@ -4,7 +4,13 @@ go 1.26.0
 
 require (
 	github.com/gin-gonic/gin v1.12.0
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+)
+
+require (
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 require (
@@ -39,4 +45,7 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/sluice-go/sluice/core => ../../core
+replace (
+	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
+	github.com/sluice-go/sluice/core => ../../core
+)

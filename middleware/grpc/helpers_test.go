@@ -5,11 +5,11 @@ import (
 	"errors"
 	"io"
 	"net"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core/driver"
 	sluicegrpc "github.com/sluice-go/sluice/middleware/grpc"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -21,24 +21,11 @@ import (
 	"google.golang.org/grpc/status"
 )
 
-// clock is a settable clock for the limiter and the key manager.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock is the tests' settable clock (adaptertest.Clock): it moves only
+// when a test advances it, so windows and refills are crossed without
+// sleeping.
+func newClock() *adaptertest.Clock {
+	return adaptertest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // health is the service under test: the standard health service, whose

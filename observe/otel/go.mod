@@ -3,12 +3,18 @@ module github.com/sluice-go/sluice/observe/otel
 go 1.26.0
 
 require (
+	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/metric v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
 	go.opentelemetry.io/otel/trace v1.47.0
+)
+
+require (
+	github.com/stretchr/testify v1.12.1 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
 )
 
 require (
@@ -21,4 +27,7 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 )
 
-replace github.com/sluice-go/sluice/core => ../../core
+replace (
+	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
+	github.com/sluice-go/sluice/core => ../../core
+)

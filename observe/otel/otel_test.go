@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,30 +16,18 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluiceotel "github.com/sluice-go/sluice/observe/otel"
 )
 
-// testClock is a settable clock for limiters and managers.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
+// newClock is the tests' settable clock (adaptertest.Clock): it moves only
+// when a test advances it, so windows and refills are crossed without
+// sleeping.
+func newClock() *adaptertest.Clock {
+	return adaptertest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
-}
-
-func newClock() *testClock { return &testClock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
 
 // telemetry is a meter provider with a manual reader and a tracer provider
 // with a span recorder.

@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,25 +21,11 @@ import (
 	"github.com/sluice-go/sluice/examples/demo/server"
 )
 
-// clock is the injectable clock: it moves only when a test advances it, so
-// windows and refills are crossed without sleeping.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func newClock() *clock { return &clock{now: time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)} }
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+// newClock is the tests' settable clock (adaptertest.Clock): it moves only
+// when a test advances it, so windows and refills are crossed without
+// sleeping.
+func newClock() *adaptertest.Clock {
+	return adaptertest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 }
 
 // backends are the databases the end-to-end test runs on. SQLite needs
@@ -111,7 +96,7 @@ type harness struct {
 	srv    *server.Server
 	base   string
 	client *http.Client
-	clock  *clock
+	clock  *adaptertest.Clock
 }
 
 func start(t *testing.T, cfg server.Config) *harness {
