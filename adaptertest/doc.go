@@ -63,25 +63,49 @@
 // [SQLiteDSN] makes a database in the test's temporary directory and needs
 // no setup.
 //
+// # How the suite reads
+//
+// Every case of every entry point is one value of one type: a name (its
+// subtest), the sentence of the contract it checks (printed when it
+// fails), what it needs of the adapter or the harness, and its body. Each
+// entry point has one list of named cases, each list on one screen:
+// contractCases, raceCases, rateLimitCases and apiKeyCases in suite.go
+// ([Run]), storageSequentialCases and storageRaceCases in storage.go
+// ([RunStorage]), concurrencyCases in concurrency.go
+// ([RunConcurrencyStores]) and processCases in processes.go
+// ([RunProcesses]). Variants are entries of their own: GuardedDecrement,
+// GuardedDecrementSeveralPools, GuardedDecrementFallback and
+// GuardedDecrementFallbackSeveralPools are one body, four names and four
+// sets of needs. Each body lives in a file named for its subject
+// (contract_increment.go, contract_transactions.go, storage_claims.go, …),
+// next to the sentence it checks.
+//
+// A case that needs what the adapter lacks (driver.Transactor,
+// driver.Incrementer, core's fallback over both, a storage's optional
+// interfaces) or what the harness does not declare (SeveralPools,
+// SeveralClients) skips with the reason. The suite's own tests prove it on
+// map-based adapters with IncrementOne and no transactions, transactions
+// and no IncrementOne, and both on one pool and on several, checking which
+// cases ran and which skipped.
+//
 // # What the suite checks
 //
 // Contract cases run one at a time, each on fresh tables, each a subtest
 // named for what it checks (Contract/PositiveDelta,
-// Contract/Fallback/GuardMissChangesNothing, …), and a failing one prints
-// the sentence of the contract it checks: deltas and assignments, the returned
-// row, guard misses, every operator on int, string and time fields, NULL
-// semantics, several matching rows, validation before I/O, rows matched
-// rather than rows changed, times across zones, the rest of the CRUD
-// surface, unique conflicts and transactions. Further cases hold every
-// adapter to one behaviour where sluice's SQL adapters once differed: a
-// nested transaction (a savepoint) rolls back only its own writes; strings
-// that are not valid UTF-8 or hold NUL are refused before any write, and
-// keys that differ only by trailing spaces, case or Unicode normalisation
-// stay distinct and round-trip byte for byte; an increment past MaxInt64 or
-// MinInt64 is ErrInvalid and changes nothing; and a unique conflict inside
-// a transaction is ErrConflict and leaves the transaction usable. When the
-// adapter has both a native IncrementOne and transactions, the IncrementOne
-// cases run again through core's transaction fallback.
+// Contract/Fallback/GuardMissChangesNothing, …): deltas and assignments,
+// the returned row, guard misses, every operator on int, string and time
+// fields, NULL semantics, several matching rows, validation before I/O,
+// rows matched rather than rows changed, times across zones, the rest of
+// the CRUD surface, unique conflicts and transactions. Further cases hold
+// every adapter to one behaviour where sluice's SQL adapters once differed:
+// a nested transaction (a savepoint) rolls back only its own writes;
+// strings that are not valid UTF-8 or hold NUL are refused before any
+// write, and keys that differ only by trailing spaces, case or Unicode
+// normalisation stay distinct and round-trip byte for byte; an increment
+// past MaxInt64 or MinInt64 is ErrInvalid and changes nothing; and a unique
+// conflict inside a transaction is ErrConflict and leaves the transaction
+// usable. The IncrementOne cases run again, under Fallback/, through core's
+// transaction fallback.
 //
 // Race cases release many goroutines at once (see [Release]) on one row or
 // a few, and check exact outcomes: a guarded decrement from L admits exactly
@@ -89,21 +113,27 @@
 // compare-and-set reset has exactly one winner, and a guard matching several
 // rows admits exactly their total budget with no false miss. Each race runs
 // on one pool, over several independent pools when the harness declares
-// SeveralPools, and through the fallback. The suite's own tests prove that
-// these cases catch a deliberately non-atomic adapter (read, compute, write
-// by id) every time. One more race mixes, on one table and over several
-// pools, guarded increments, inserts, rows deleted right after their
-// insert and prunes of expired rows: the deadlocks and serialization
-// failures this provokes (MariaDB error 1213) must be retried inside the
-// adapter, so every call succeeds and the counts are exact.
+// SeveralPools, and through the fallback. One more race mixes, on one table
+// and over several pools, guarded increments, inserts, rows deleted right
+// after their insert and prunes of expired rows: the deadlocks and
+// serialization failures this provokes (MariaDB error 1213) must be retried
+// inside the adapter, so every call succeeds and the counts are exact.
 //
-// The suite's own tests also run every contract case against adapters
-// broken in one way each (nested transactions that do not roll back,
-// collations that ignore trailing spaces, case or normalisation, overflow
-// that wraps or is misreported, conflicts that abort the transaction or
-// lose their class, deadlock victims returned to the caller) and require
-// that exactly the cases for that rule fail.
+// The rate-limit and API-key cases run sluice's limiter and key verifier
+// on the adapter under the same kind of load, on a [Clock] the case moves.
 //
-// The rate-limit and API-key scenarios run sluice's limiter and key verifier
-// on the adapter under the same kind of load.
+// # Every case can fail
+//
+// The suite's own tests run each case with a recorder in place of its
+// testing.TB and require it to fail against an adapter broken for its
+// rule: the 42 races that reach the adapter's own IncrementOne against a
+// non-atomic adapter (read, compute, write by id), every contract case
+// against adapters broken in one way each (nested transactions that do not
+// roll back, collations that ignore trailing spaces, case or
+// normalisation, overflow that wraps or is misreported, conflicts that
+// abort the transaction or lose their class; exactly the cases for that
+// rule must fail), the mixed race against an adapter that returns its
+// deadlock victims, the storage races against a storage that reads,
+// computes and writes, and the concurrency races against a store that
+// takes a slot it read as free.
 package adaptertest
