@@ -94,10 +94,11 @@ func (h nonAtomicHarness) Close() {}
 // adapter: every race that reaches the adapter's own IncrementOne, that is
 // every one not on core's fallback, but for those that race something
 // else (the adapter's retries, a hostile key, a row deleted mid-decision)
-// or is sequential (the edges against the big-integer model).
+// or is sequential (the edges against the big-integer model, the stored
+// text).
 func catchesNonAtomic(c dbCase) bool {
 	switch c.name {
-	case "DeadlockVictimsRetried", "HostileKeysAreStorable", "RowDeletedBetweenReadAndWrite", "EdgesAgainstBigModel":
+	case "DeadlockVictimsRetried", "HostileKeysAreStorable", "RowDeletedBetweenReadAndWrite", "EdgesAgainstBigModel", "StoredTextRoundTrips":
 		return false
 	}
 	return c.needs&viaFallback == 0

@@ -185,5 +185,6 @@ func apiKeyCases() []dbCase {
 		{"OwnerLimitsSeveralPools", ruleOwnerLimits, tx | pools, keyRace(apiKeyOwnerLimits, 1)},
 		{"Rerolled", ruleRerolled, tx, keyRace(apiKeyRerolled, 1)},
 		{"RerolledSeveralPools", ruleRerolled, tx | pools, keyRace(apiKeyRerolled, 1)},
+		{"StoredTextRoundTrips", ruleStoredText, 0, checked(apiKeyStoredText)},
 	}
 }

@@ -6,15 +6,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // CreateParams describes a new key. The zero value of every optional field
-// means "none" or "the default".
+// means "none" or "the default". Every string in it, metadata keys and
+// values included, must be valid UTF-8 without NUL, so that it reads back
+// byte for byte from every store: anything else is core.ErrInvalid naming
+// the field, before any write (UpdateParams and SetOwnerLimits alike).
 type CreateParams struct {
 	ReferenceID string // required: the owner, such as a user id
 	ConfigID    string // default "default"
@@ -52,14 +55,19 @@ func (m *Manager) validate(p CreateParams, now time.Time) (*keystore.Key, error)
 		return nil, invalidf("ReferenceID is longer than 255 bytes")
 	case len(p.ConfigID) > 255:
 		return nil, invalidf("ConfigID is longer than 255 bytes")
-	case !utf8.ValidString(p.Name) || utf8.RuneCountInString(p.Name) > MaxNameLength:
-		return nil, invalidf("Name must be valid UTF-8 of at most %d characters", MaxNameLength)
+	case utf8.RuneCountInString(p.Name) > MaxNameLength:
+		return nil, invalidf("Name must be at most %d characters", MaxNameLength)
 	case p.ExpiresIn < 0:
 		return nil, invalidf("ExpiresIn %v is negative", p.ExpiresIn)
 	case p.ExpiresIn > 0 && p.ExpiresIn < time.Millisecond:
 		return nil, invalidf("ExpiresIn %v is shorter than a millisecond", p.ExpiresIn)
 	case p.Remaining != nil && *p.Remaining < 0:
 		return nil, invalidf("Remaining %d is negative", *p.Remaining)
+	}
+	for _, f := range [...]struct{ name, text string }{{"ReferenceID", p.ReferenceID}, {"ConfigID", p.ConfigID}, {"Name", p.Name}} {
+		if err := checkText(f.name, f.text); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkPrefix(p.Prefix); err != nil {
 		return nil, err
@@ -162,28 +170,30 @@ func checkPermissions(p map[string][]string) error {
 	return nil
 }
 
-// checkPermissionName refuses what JSON would not keep byte for byte (an
-// invalid UTF-8 sequence becomes U+FFFD) and what no store can hold.
+// checkPermissionName refuses an empty name and what checkText refuses.
 func checkPermissionName(s string) error {
-	switch {
-	case s == "":
+	if s == "" {
 		return errors.New("is empty")
-	case !utf8.ValidString(s):
-		return errors.New("is not valid UTF-8")
-	case strings.IndexByte(s, 0) >= 0:
-		return errors.New("holds a NUL byte")
 	}
-	return nil
+	return core.StorableText(s)
 }
 
 // encodeJSON returns nil for an empty map, so that the column stays NULL.
+// Every string in v must pass checkText: json.Marshal would rewrite invalid
+// UTF-8 to U+FFFD rather than fail.
 func encodeJSON[M ~map[string]V, V any](what string, v M) (*string, error) {
 	if len(v) == 0 {
 		return nil, nil
 	}
+	if err := checkJSONText(what, v); err != nil {
+		return nil, err
+	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return nil, invalidf("%s cannot be encoded as JSON: %v", what, err)
+	}
+	if !utf8.Valid(b) { // a json.Marshaler's own output
+		return nil, invalidf("%s encodes as JSON that is not valid UTF-8", what)
 	}
 	return ptr(string(b)), nil
 }
@@ -244,6 +254,9 @@ func randomLetters(n int) (string, error) {
 // checkPrefix accepts 1 to MaxPrefixLength letters, digits, '_' or '-'
 // (or the empty prefix): characters that survive headers, URLs and logs.
 func checkPrefix(p string) error {
+	if err := checkText("Prefix", p); err != nil {
+		return err
+	}
 	if len(p) > MaxPrefixLength {
 		return invalidf("prefix %q is longer than %d characters", p, MaxPrefixLength)
 	}

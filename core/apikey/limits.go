@@ -28,6 +28,9 @@ type LimitUsage struct {
 // checkLimitName accepts 1 to MaxLimitNameLength letters, digits, '_', '-'
 // or '.': names that every store keeps byte for byte.
 func checkLimitName(n string) error {
+	if err := checkText("limit name", n); err != nil {
+		return err
+	}
 	if n == "" || len(n) > MaxLimitNameLength {
 		return invalidf("limit name %q must be 1 to %d bytes", n, MaxLimitNameLength)
 	}

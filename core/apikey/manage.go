@@ -42,6 +42,9 @@ type UpdateParams struct {
 func (u UpdateParams) fields() (map[string]any, error) {
 	f := map[string]any{}
 	if u.Name != nil {
+		if err := checkText("Name", *u.Name); err != nil {
+			return nil, err
+		}
 		if len([]rune(*u.Name)) > MaxNameLength {
 			return nil, invalidf("Name is longer than %d characters", MaxNameLength)
 		}

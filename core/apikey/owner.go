@@ -58,5 +58,5 @@ func checkOwner(referenceID string) error {
 	case len(referenceID) > 255:
 		return invalidf("the owner (ReferenceID) is longer than 255 bytes")
 	}
-	return nil
+	return checkText("the owner (ReferenceID)", referenceID)
 }
