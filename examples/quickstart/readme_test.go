@@ -141,6 +141,21 @@ func TestReadmeFragmentsCompile(t *testing.T) {
 	t.Logf("compiled %d fragments", len(overlay))
 }
 
+// TestDocsGofmt requires every ```go block of the documents to be as gofmt
+// writes it (a fragment of statements as the body of a function).
+func TestDocsGofmt(t *testing.T) {
+	for _, b := range goBlocks(t) {
+		want, err := b.Gofmt()
+		if err != nil {
+			t.Errorf("%s:%d: %v", b.File, b.Line, err)
+			continue
+		}
+		if want != b.Text {
+			t.Errorf("%s:%d: not gofmt'ed:\n%s", b.File, b.Line, lineDiff(want, b.Text))
+		}
+	}
+}
+
 // lineDiff shows the first line where got departs from want.
 func lineDiff(want, got string) string {
 	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")

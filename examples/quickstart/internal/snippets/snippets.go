@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"fmt"
 	"go/ast"
+	"go/format"
 	"go/parser"
 	"go/token"
 	"os"
@@ -120,28 +121,9 @@ func (b Block) GoFile(pkg string, fn Func, autoImports map[string]string, direct
 	}
 	// Otherwise its leading import declarations stay at file level and the
 	// rest becomes a function body.
-	lines := strings.SplitAfter(b.Text, "\n")
-	n := 0 // lines of imports (and blank lines between them)
-imports:
-	for n < len(lines) {
-		l := strings.TrimSpace(lines[n])
-		switch {
-		case l == "":
-			n++
-		case strings.HasPrefix(l, "import ("):
-			for n < len(lines) && strings.TrimSpace(lines[n]) != ")" {
-				n++
-			}
-			n++
-		case strings.HasPrefix(l, "import "):
-			n++
-		default:
-			break imports
-		}
-	}
-	imports, body := strings.Join(lines[:n], ""), strings.Join(lines[n:], "")
+	imports, body := b.Split()
 	head := "\nfunc " + fn.Name + "(" + fn.Params + ") " + fn.Results + " {\n"
-	src := "package " + pkg + "\n\n" + directive(b.Line) + imports + head + directive(b.Line+n) + body + "}\n"
+	src := "package " + pkg + "\n\n" + directive(b.Line) + imports + head + directive(b.Line+strings.Count(imports, "\n")) + body + "}\n"
 	f, err := parser.ParseFile(token.NewFileSet(), "", src, 0)
 	if err != nil {
 		return nil, fmt.Errorf("does not parse as imports then statements: %v", err)
@@ -157,6 +139,68 @@ imports:
 		tail = "//line snippets-generated:1\n" + tail
 	}
 	return addImports(strings.TrimSuffix(src, "}\n")+tail+"}\n", autoImports)
+}
+
+// Split returns a block's leading import declarations (and the blank
+// lines between them) and the rest.
+func (b Block) Split() (imports, rest string) {
+	lines := strings.SplitAfter(b.Text, "\n")
+	n := 0
+	for n < len(lines) {
+		l := strings.TrimSpace(lines[n])
+		switch {
+		case l == "":
+			n++
+		case strings.HasPrefix(l, "import ("):
+			for n < len(lines) && strings.TrimSpace(lines[n]) != ")" {
+				n++
+			}
+			n++
+		case strings.HasPrefix(l, "import "):
+			n++
+		default:
+			return strings.Join(lines[:n], ""), strings.Join(lines[n:], "")
+		}
+	}
+	return b.Text, ""
+}
+
+// Gofmt returns the block as gofmt would write it: a program or a block
+// of declarations as a file, any other block as its imports and then the
+// statements of a function body, one tab less indented.
+func (b Block) Gofmt() (string, error) {
+	if b.IsProgram() {
+		out, err := format.Source([]byte(b.Text))
+		return string(out), err
+	}
+	if _, err := parser.ParseFile(token.NewFileSet(), "", "package p\n"+b.Text, 0); err == nil {
+		out, err := format.Source([]byte("package p\n\n" + b.Text))
+		return strings.TrimPrefix(string(out), "package p\n\n"), err
+	}
+	imports, body := b.Split()
+	head := "package p\n\n"
+	if imports = strings.TrimSpace(imports); imports != "" {
+		head += imports + "\n\n"
+	}
+	var in strings.Builder
+	for _, l := range strings.SplitAfter(body, "\n") {
+		if strings.TrimSpace(l) != "" {
+			in.WriteString("\t")
+		}
+		in.WriteString(l)
+	}
+	out, err := format.Source([]byte(head + "func f() {\n" + in.String() + "}\n"))
+	if err != nil {
+		return "", err
+	}
+	got := strings.TrimPrefix(string(out), "package p\n\n")
+	gotImports, gotBody, _ := strings.Cut(got, "func f() {\n")
+	gotBody = strings.TrimSuffix(gotBody, "}\n")
+	var de strings.Builder
+	for _, l := range strings.SplitAfter(gotBody, "\n") {
+		de.WriteString(strings.TrimPrefix(l, "\t"))
+	}
+	return gotImports + de.String(), nil
 }
 
 // topLevelVars returns the variables declared by the top-level statements
