@@ -6,8 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/sluice-go/sluice/examples/quickstart/internal/snippets"
 )
@@ -154,6 +156,78 @@ func TestDocsGofmt(t *testing.T) {
 			t.Errorf("%s:%d: not gofmt'ed:\n%s", b.File, b.Line, lineDiff(want, b.Text))
 		}
 	}
+}
+
+// link is a Markdown link's target.
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// TestDocsLinks requires every relative link of the documents to name a
+// file or folder of the repository and, with a #fragment into a Markdown
+// file, one of its headings (as GitHub makes their anchors).
+func TestDocsLinks(t *testing.T) {
+	anchors := map[string]map[string]bool{} // Markdown file → its headings' anchors
+	headings := func(path string) map[string]bool {
+		if a, ok := anchors[path]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		data, _ := os.ReadFile(path)
+		fence := false
+		for _, l := range strings.Split(string(data), "\n") {
+			if strings.HasPrefix(l, "```") {
+				fence = !fence
+			}
+			if h, ok := strings.CutPrefix(strings.TrimLeft(l, "#"), " "); ok && !fence && strings.HasPrefix(l, "#") {
+				a[anchor(h)] = true
+			}
+		}
+		anchors[path] = a
+		return a
+	}
+	n := 0
+	for _, doc := range docs(t) {
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatch(string(data), -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			n++
+			file, frag, _ := strings.Cut(target, "#")
+			path := doc
+			if file != "" {
+				path = filepath.Join(filepath.Dir(doc), file)
+				if _, err := os.Stat(path); err != nil {
+					t.Errorf("%s: link %q: %v", doc, target, err)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(path, ".md") && !headings(path)[frag] {
+				t.Errorf("%s: link %q: %s has no heading whose anchor is %q", doc, target, path, frag)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no relative link found")
+	}
+}
+
+// anchor is the fragment GitHub gives a heading: lower case, spaces as
+// hyphens, punctuation other than hyphens and underscores dropped.
+func anchor(heading string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(heading)) {
+		switch {
+		case r == ' ':
+			b.WriteRune('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
 
 // lineDiff shows the first line where got departs from want.
