@@ -45,6 +45,12 @@
 // for failures. Verification never deletes a key unless
 // [WithDeleteExpiredOnVerify] asks it to remove expired ones.
 //
+// The package serves no protocol: package sluicehttp (module
+// github.com/sluice-go/sluice/middleware/http) verifies the key of each
+// HTTP request with [Manager.Verify] and this package's own
+// [VerifyOption]s, checked once with [Manager.CheckVerify], and answers
+// the Result as HTTP; sluice's gin, echo and gRPC middleware build on it.
+//
 // # Deadlines
 //
 // The context given to [Manager.Verify] bounds it, but a write already on

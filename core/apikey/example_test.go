@@ -3,8 +3,6 @@ package apikey_test
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
@@ -96,32 +94,6 @@ func ExampleManager_Verify_rateLimit() {
 	// valid=true code="" tryAgainIn=0s
 	// valid=true code="" tryAgainIn=0s
 	// valid=false code="RATE_LIMITED" tryAgainIn=40s
-}
-
-func ExampleManager_Middleware() {
-	ctx := context.Background()
-	db, _ := core.New(memory.New())
-	keys, _ := apikey.New(db)
-	plaintext, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "user-42", Name: "ci"})
-
-	mw, err := keys.Middleware()
-	if err != nil {
-		panic(err)
-	}
-	api := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, _ := apikey.FromContext(r.Context())
-		fmt.Fprintf(w, "hello %s (key %q)", key.ReferenceID, key.Name)
-	}))
-	for _, k := range []string{plaintext, "wrong"} {
-		req := httptest.NewRequest(http.MethodGet, "/", nil)
-		req.Header.Set("x-api-key", k)
-		rec := httptest.NewRecorder()
-		api.ServeHTTP(rec, req)
-		fmt.Println(rec.Code, rec.Body.String())
-	}
-	// Output:
-	// 200 hello user-42 (key "ci")
-	// 401 {"code":"INVALID_API_KEY","message":"invalid API key","status":401}
 }
 
 func ExampleNewStorageOnly() {

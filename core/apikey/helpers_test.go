@@ -2,7 +2,6 @@ package apikey
 
 import (
 	"context"
-	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -251,8 +250,4 @@ func (c gatedCache) Get(ctx context.Context, key string) (string, bool, error) {
 	v, ok, err := c.Storage.Get(ctx, key)
 	c.g.wait()
 	return v, ok, err
-}
-
-func contextWithCancel(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithCancel(r.Context())
 }

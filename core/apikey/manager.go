@@ -93,6 +93,11 @@ func NewStorageOnly(s driver.SecondaryStorage, opts ...Option) (*Manager, error)
 	return m, nil
 }
 
+// Now reads the manager's clock ([WithClock]) as its verifications read
+// it: in UTC, to the millisecond. Middleware states a [Result]'s times
+// relative to it. m must be made by [New] or [NewStorageOnly].
+func (m *Manager) Now() time.Time { return m.now() }
+
 // now returns the clock's time in UTC, truncated to the millisecond: the
 // precision every database keeps, so the decision and the guards agree.
 func (m *Manager) now() time.Time { return m.o.clock().UTC().Truncate(time.Millisecond) }

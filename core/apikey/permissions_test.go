@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"net/http/httptest"
-	"strings"
 	"sync"
 	"testing"
 
@@ -177,38 +175,4 @@ func TestVerifyPermissionsRace(t *testing.T) {
 			}
 		}
 	})
-}
-
-// The middleware answers 403 INSUFFICIENT_PERMISSIONS for a route whose
-// permissions the key lacks, and passes the request on for one it holds.
-func TestMiddlewarePermissions(t *testing.T) {
-	e := newEnv(t)
-	plain, _ := e.create(t, CreateParams{RateLimit: noRateLimit(), Permissions: filesAndAdmin})
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
-	read, err := e.m.Middleware(RequestPermissions(map[string][]string{"files": {"read"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	billing, err := e.m.Middleware(RequestAnyPermission(map[string][]string{"billing": {"read", "write"}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		h    http.Handler
-		want int
-	}{{read(ok), http.StatusNoContent}, {billing(ok), http.StatusForbidden}} {
-		req := httptest.NewRequest("GET", "/", nil)
-		req.Header.Set(DefaultHeader, plain)
-		rec := httptest.NewRecorder()
-		c.h.ServeHTTP(rec, req)
-		if rec.Code != c.want {
-			t.Fatalf("status %d, want %d: %s", rec.Code, c.want, rec.Body)
-		}
-		if c.want == http.StatusForbidden && !strings.Contains(rec.Body.String(), `"code":"INSUFFICIENT_PERMISSIONS"`) {
-			t.Fatalf("body %s, want the INSUFFICIENT_PERMISSIONS code", rec.Body)
-		}
-	}
-	if _, err := e.m.Middleware(RequestPermissions(map[string][]string{"files": nil})); !errors.Is(err, core.ErrInvalid) {
-		t.Fatalf("RequestPermissions with no action: %v, want ErrInvalid", err)
-	}
 }

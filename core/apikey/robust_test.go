@@ -30,6 +30,7 @@ func TestZeroManager(t *testing.T) {
 			"Delete":        func() error { _, err := m.Delete(ctx, 1); return err },
 			"DeleteExpired": func() error { _, err := m.DeleteExpired(ctx); return err },
 			"CheckSchema":   func() error { return m.CheckSchema(ctx) },
+			"CheckVerify":   func() error { return m.CheckVerify() },
 		}
 		for op, call := range calls {
 			t.Run(name+"/"+op, func(t *testing.T) {
@@ -39,11 +40,6 @@ func TestZeroManager(t *testing.T) {
 				}
 			})
 		}
-		t.Run(name+"/Middleware", func(t *testing.T) {
-			if h, err := m.Middleware(); h != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "not initialised") {
-				t.Fatalf("Middleware = %v, %v; want nil and ErrInvalid saying the Manager is not initialised", h != nil, err)
-			}
-		})
 	}
 }
 
@@ -91,8 +87,8 @@ func TestNilsAreRefused(t *testing.T) {
 			}
 		})
 	}
-	t.Run("Middleware with a nil option", func(t *testing.T) {
-		if _, err := e.m.Middleware(Header("x-key"), nil); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "option 2 of 2 is nil") {
+	t.Run("CheckVerify with a nil option", func(t *testing.T) {
+		if err := e.m.CheckVerify(Cost(1), nil); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "option 2 of 2 is nil") {
 			t.Fatalf("err = %v, want ErrInvalid naming the nil option", err)
 		}
 	})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"time"
 
@@ -74,21 +73,9 @@ func (m *Manager) Verify(ctx context.Context, key string, opts ...VerifyOption) 
 }
 
 func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (Result, error) {
-	if err := m.initialised("Verify"); err != nil {
+	o, err := m.options("Verify", opts)
+	if err != nil {
 		return Result{}, err
-	}
-	o := verifyOptions{cost: 1}
-	for i, opt := range opts {
-		if opt == nil {
-			return Result{}, invalidf("Verify: option %d of %d is nil", i+1, len(opts))
-		}
-		opt(&o)
-	}
-	if o.cost < 0 {
-		return Result{}, invalidf("Verify: cost %d is negative", o.cost)
-	}
-	if o.err != nil {
-		return Result{}, fmt.Errorf("Verify: %w", o.err)
 	}
 	var req *required
 	if !o.req.none() {
@@ -165,7 +152,7 @@ func denied(code Code, tryAgainMs int64, limit string, owner bool, k *Key) Resul
 // invalid is the answer for a key that no stored key answers to.
 func invalid() Result { return denied(CodeInvalid, 0, "", false, nil) }
 
-func allowed(k *Key) Result { return Result{Valid: true, Status: http.StatusOK, Key: k} }
+func allowed(k *Key) Result { return Result{Valid: true, Status: 200, Key: k} }
 
 // required is what a verification asks of a key's permissions: every one
 // of all, and at least one of any when any is not empty.
@@ -230,6 +217,37 @@ func AnyPermission(any map[string][]string) VerifyOption {
 	return func(o *verifyOptions) {
 		o.req.any, o.err = append(o.req.any, ps...), cmp.Or(o.err, err)
 	}
+}
+
+// CheckVerify reports the error [Manager.Verify] would return for opts
+// whatever the key: a Manager not made by [New] or [NewStorageOnly], a nil
+// option, a negative cost, a bad permission list or named limit. The error
+// wraps core.ErrInvalid. Middleware calls it when it is built, so that a
+// bad option is an error then rather than on every request.
+func (m *Manager) CheckVerify(opts ...VerifyOption) error {
+	_, err := m.options("CheckVerify", opts)
+	return err
+}
+
+// options applies opts for op, refusing what Verify would.
+func (m *Manager) options(op string, opts []VerifyOption) (verifyOptions, error) {
+	o := verifyOptions{cost: 1}
+	if err := m.initialised(op); err != nil {
+		return o, err
+	}
+	for i, opt := range opts {
+		if opt == nil {
+			return o, invalidf("%s: option %d of %d is nil", op, i+1, len(opts))
+		}
+		opt(&o)
+	}
+	if o.cost < 0 {
+		return o, invalidf("%s: cost %d is negative", op, o.cost)
+	}
+	if o.err != nil {
+		return o, fmt.Errorf("%s: %w", op, o.err)
+	}
+	return o, nil
 }
 
 // afterWrite classifies an error that came back from a write that had

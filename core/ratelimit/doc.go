@@ -1,7 +1,9 @@
 // Package ratelimit is sluice's rate limiter: fixed windows (or Better
 // Auth's idle windows, or a GCRA token bucket) counted in the database
 // through core.DB, in a driver.SecondaryStorage such as Redis, or in process
-// memory, plus a net/http middleware that limits by client IP and path.
+// memory. It decides; it serves no protocol: the net/http middleware is
+// package sluicehttp (module middleware/http), on which sluice's gin, echo
+// and gRPC middleware build.
 //
 // # Decisions
 //
@@ -268,9 +270,10 @@
 //
 // # HTTP
 //
-// [Middleware] limits each client IP (see [ClientKey]: trusted proxies,
-// IPv6 /64 groups, a shared bucket for requests with no usable address) per
-// path, with rules by exact path, '*' pattern or function, and answers
-// denials with 429, a JSON body, Retry-After and RateLimit-* headers. Its
-// keys go through [SafeKey], so no path can make a key the database refuses.
+// Package sluicehttp (module github.com/sluice-go/sluice/middleware/http)
+// limits each client IP per path with a Limiter, choosing each request's
+// rule by path, and answers denials with 429, a JSON body, Retry-After and
+// RateLimit-* headers. It checks its rules with [Limiter.CheckRule] when
+// it is built, states Reset relative to [Limiter.Now], and stores its keys
+// through [SafeKey], so that no path can make a key the database refuses.
 package ratelimit

@@ -12,6 +12,3 @@ func DenialCacheLen(l *Limiter) int { return l.denials.len() }
 
 // MemoryLen returns how many counters a Memory storage holds.
 func MemoryLen(s Storage) int { return s.(*memStorage).len() }
-
-// GlobMatch exposes the path pattern matcher.
-var GlobMatch = globMatch

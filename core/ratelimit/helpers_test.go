@@ -2,12 +2,14 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -139,4 +141,13 @@ func burst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Rule, 
 		}
 	})
 	return admitted.Load()
+}
+
+var errBroken = errors.New("database down")
+
+// broken is an adapter whose every call fails.
+type broken struct{ *memory.Memory }
+
+func (broken) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
+	return nil, errBroken
 }

@@ -267,6 +267,29 @@ func (l *Limiter) usable() error {
 	return nil
 }
 
+// CheckRule reports, before any request is decided, whether l can decide
+// requests under rule: l made by [New], rule valid ([Rule.Validate]), and
+// its window no longer than the one [WithLongestWindow] declares.
+// [Unlimited], which middleware lets through without asking l, passes
+// whenever l is made by New. The error wraps core.ErrInvalid. Middleware
+// calls it when it is built, so that a bad rule is an error then rather
+// than on every request.
+func (l *Limiter) CheckRule(rule Rule) error {
+	if err := l.usable(); err != nil {
+		return err
+	}
+	if rule == Unlimited {
+		return nil
+	}
+	if err := rule.Validate(); err != nil {
+		return err
+	}
+	if l.longest > 0 && rule.Window > l.longest {
+		return invalidf("window %v is longer than the limiter's longest window %v", rule.Window, l.longest)
+	}
+	return nil
+}
+
 func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 	if err := checkKey(key); err != nil {
 		return err
@@ -305,6 +328,11 @@ func (l *Limiter) CheckSchema(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Now reads the limiter's clock ([WithClock]) as its decisions read it, to
+// the millisecond: middleware states a [Decision]'s Reset relative to it,
+// as seconds from now. l must be made by [New].
+func (l *Limiter) Now() time.Time { return time.UnixMilli(l.now()) }
 
 // now reads the clock in epoch milliseconds, the storages' resolution.
 func (l *Limiter) now() int64 {

@@ -16,8 +16,10 @@ type Rule struct {
 	Max int64
 }
 
-// Unlimited is the rule that exempts a path from the HTTP middleware.
-// [Limiter.Consume] refuses it like any other invalid rule.
+// Unlimited is the rule that exempts a request from middleware (sluicehttp,
+// sluicegrpc): it lets the request through without asking the limiter.
+// [Limiter.Consume] refuses it like any other invalid rule;
+// [Limiter.CheckRule] accepts it.
 var Unlimited = Rule{Max: -1}
 
 // Validate reports what is wrong with the rule, wrapping core.ErrInvalid.

@@ -15,6 +15,7 @@ require (
 	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/middleware/http v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/observe/otel v0.0.0-00010101000000-000000000000
 	github.com/uptrace/bun v1.3.0
 	github.com/uptrace/bun/dialect/mysqldialect v1.3.0
@@ -69,5 +70,6 @@ replace (
 	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
 	github.com/sluice-go/sluice/core => ../../core
 	github.com/sluice-go/sluice/gen => ../../gen
+	github.com/sluice-go/sluice/middleware/http => ../../middleware/http
 	github.com/sluice-go/sluice/observe/otel => ../../observe/otel
 )

@@ -1,23 +1,23 @@
 // Package sluiceecho puts sluice's rate limiter and API-key verification
 // in front of echo (v4) handlers.
 //
-// It adapts the net/http middleware of core with echo.WrapMiddleware
-// rather than deciding anything itself: [RateLimit] runs
-// ratelimit.Middleware with every option of ratelimit.HTTPConfig (key
-// function, client IP behind trusted proxies, IPv4/IPv6 grouping, path
-// rules, exemptions, header styles, custom denials), and [APIKey] runs
-// apikey.Manager.Middleware, so an echo service answers exactly as a
+// It adapts the net/http middleware of sluicehttp (module middleware/http)
+// with echo.WrapMiddleware rather than deciding anything itself:
+// [RateLimit] runs sluicehttp.RateLimit with every option of
+// sluicehttp.RateLimitConfig (key function, client IP behind trusted
+// proxies, IPv4/IPv6 grouping, path rules, exemptions, header styles,
+// custom denials), and [APIKey] runs sluicehttp.APIKey, so an echo service answers exactly as a
 // net/http one: 429 with Retry-After, RateLimit-* headers and a JSON
 // ErrorBody; 401 with WWW-Authenticate for a missing or invalid key. The
 // verified key is in the request's context
-// (apikey.FromContext(c.Request().Context()), or [KeyFromContext]).
+// (sluicehttp.KeyFromContext(c.Request().Context()), or [KeyFromContext]).
 //
-//	limit, err := sluiceecho.RateLimit(ratelimit.HTTPConfig{
+//	limit, err := sluiceecho.RateLimit(sluicehttp.RateLimitConfig{
 //		Limiter: limiter,
 //		Default: ratelimit.Rule{Window: time.Minute, Max: 100},
 //	})
 //	if err != nil { … }
-//	requireKey, err := sluiceecho.APIKey(keys)
+//	requireKey, err := sluiceecho.APIKey(sluicehttp.APIKeyConfig{Manager: keys})
 //	if err != nil { … }
 //	e := echo.New()
 //	e.Use(limit)

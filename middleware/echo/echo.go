@@ -3,7 +3,7 @@ package sluiceecho
 import (
 	"github.com/labstack/echo/v4"
 	"github.com/sluice-go/sluice/core/apikey"
-	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 // ContextKey is the echo context key (c.Get) under which [APIKey]'s
@@ -11,18 +11,19 @@ import (
 const ContextKey = "sluice.apikey"
 
 // RateLimit returns echo middleware that limits requests as
-// ratelimit.Middleware(cfg) does, with every option of
-// [ratelimit.HTTPConfig]: the same keys, rules, headers and answers. A
-// denied or failed request is answered by the net/http middleware and the
-// next handler does not run; an admitted one runs it with the rate-limit
-// headers already set.
+// sluicehttp.RateLimit(cfg) does, with every option of
+// [sluicehttp.RateLimitConfig]: the same keys, rules, headers and answers.
+// A denied or failed request is answered by the net/http middleware and
+// the next handler does not run; an admitted one runs it with the
+// rate-limit headers already set.
 //
-// The client is found as [ratelimit.HTTPConfig] says (the peer, or what a
-// trusted proxy reports), not by echo's IPExtractor; the rule is chosen
-// from the request's URL path, not echo's route. A bad configuration is
-// the error of [ratelimit.Middleware], wrapping core.ErrInvalid.
-func RateLimit(cfg ratelimit.HTTPConfig) (echo.MiddlewareFunc, error) {
-	mw, err := ratelimit.Middleware(cfg)
+// The client is found as [sluicehttp.RateLimitConfig] says (the peer, or
+// what a trusted proxy reports), not by echo's IPExtractor; the rule is
+// chosen from the request's URL path, not echo's route. A bad
+// configuration is the error of [sluicehttp.RateLimit], wrapping
+// core.ErrInvalid.
+func RateLimit(cfg sluicehttp.RateLimitConfig) (echo.MiddlewareFunc, error) {
+	mw, err := sluicehttp.RateLimit(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -30,26 +31,25 @@ func RateLimit(cfg ratelimit.HTTPConfig) (echo.MiddlewareFunc, error) {
 }
 
 // APIKey returns echo middleware that verifies each request's API key as
-// m.Middleware(opts...) does (the x-api-key header unless apikey.Header
-// names another; apikey.RequestCost, apikey.OnError). A request without a
-// valid key is answered by the net/http middleware (401, 429, 500 or 503
-// with an apikey.ErrorBody) and the next handler does not run. A verified
-// request runs it with the key in c.Request()'s context, where
-// apikey.FromContext(c.Request().Context()) and [KeyFromContext] find it,
+// sluicehttp.APIKey(cfg) does (the x-api-key header unless cfg.Header
+// names another; cfg.Verify's options for every verification). A request
+// without a valid key is answered by the net/http middleware (401, 403,
+// 429, 500 or 503 with a sluicehttp.ErrorBody) and the next handler does
+// not run. A verified request runs it with the key in c.Request()'s
+// context, where sluicehttp.KeyFromContext and [KeyFromContext] find it,
 // and in c's values under [ContextKey].
 //
-// A Manager not made by apikey.New or apikey.NewStorageOnly, or a bad
-// option, is the error of [apikey.Manager.Middleware], wrapping
+// A bad configuration is the error of [sluicehttp.APIKey], wrapping
 // core.ErrInvalid.
-func APIKey(m *apikey.Manager, opts ...apikey.MiddlewareOption) (echo.MiddlewareFunc, error) {
-	mw, err := m.Middleware(opts...)
+func APIKey(cfg sluicehttp.APIKeyConfig) (echo.MiddlewareFunc, error) {
+	mw, err := sluicehttp.APIKey(cfg)
 	if err != nil {
 		return nil, err
 	}
 	verify := echo.WrapMiddleware(mw)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return verify(func(c echo.Context) error {
-			if k, ok := apikey.FromContext(c.Request().Context()); ok {
+			if k, ok := sluicehttp.KeyFromContext(c.Request().Context()); ok {
 				c.Set(ContextKey, k)
 			}
 			return next(c)
@@ -63,5 +63,5 @@ func KeyFromContext(c echo.Context) (*apikey.Key, bool) {
 	if c == nil || c.Request() == nil {
 		return nil, false
 	}
-	return apikey.FromContext(c.Request().Context())
+	return sluicehttp.KeyFromContext(c.Request().Context())
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluiceecho "github.com/sluice-go/sluice/middleware/echo"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 func ExampleRateLimit() {
@@ -21,7 +22,7 @@ func ExampleRateLimit() {
 	if err != nil {
 		panic(err)
 	}
-	limit, err := sluiceecho.RateLimit(ratelimit.HTTPConfig{
+	limit, err := sluiceecho.RateLimit(sluicehttp.RateLimitConfig{
 		Limiter: limiter,
 		Default: ratelimit.Rule{Window: time.Minute, Max: 2},
 		Paths:   map[string]ratelimit.Rule{"/health": ratelimit.Unlimited},
@@ -53,7 +54,7 @@ func ExampleAPIKey() {
 	if err != nil {
 		panic(err)
 	}
-	requireKey, err := sluiceecho.APIKey(keys)
+	requireKey, err := sluiceecho.APIKey(sluicehttp.APIKeyConfig{Manager: keys})
 	if err != nil {
 		panic(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicegin "github.com/sluice-go/sluice/middleware/gin"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 func ExampleRateLimit() {
@@ -22,7 +23,7 @@ func ExampleRateLimit() {
 	if err != nil {
 		panic(err)
 	}
-	limit, err := sluicegin.RateLimit(ratelimit.HTTPConfig{
+	limit, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{
 		Limiter: limiter,
 		Default: ratelimit.Rule{Window: time.Minute, Max: 2},
 		Paths:   map[string]ratelimit.Rule{"/health": ratelimit.Unlimited},
@@ -55,7 +56,7 @@ func ExampleAPIKey() {
 	if err != nil {
 		panic(err)
 	}
-	requireKey, err := sluicegin.APIKey(keys)
+	requireKey, err := sluicegin.APIKey(sluicehttp.APIKeyConfig{Manager: keys})
 	if err != nil {
 		panic(err)
 	}

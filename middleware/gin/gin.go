@@ -6,7 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 	"github.com/sluice-go/sluice/core/apikey"
-	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 // ContextKey is the gin context key (c.Get, c.MustGet) under which
@@ -14,18 +14,18 @@ import (
 const ContextKey = "sluice.apikey"
 
 // RateLimit returns gin middleware that limits requests as
-// ratelimit.Middleware(cfg) does, with every option of
-// [ratelimit.HTTPConfig]: the same keys, rules, headers and answers. A
-// denied or failed request is answered by the net/http middleware and the
-// gin chain is aborted; an admitted one runs the rest of the chain with
-// the rate-limit headers already set.
+// sluicehttp.RateLimit(cfg) does, with every option of
+// [sluicehttp.RateLimitConfig]: the same keys, rules, headers and answers.
+// A denied or failed request is answered by the net/http middleware and
+// the gin chain is aborted; an admitted one runs the rest of the chain
+// with the rate-limit headers already set.
 //
 // The rule is chosen from the request's URL path, not gin's route
-// pattern; [ratelimit.HTTPConfig].Key and RuleFor can read anything else
-// of the request. A bad configuration is the error of
-// [ratelimit.Middleware], wrapping core.ErrInvalid.
-func RateLimit(cfg ratelimit.HTTPConfig) (gin.HandlerFunc, error) {
-	mw, err := ratelimit.Middleware(cfg)
+// pattern; [sluicehttp.RateLimitConfig].Key and RuleFor can read anything
+// else of the request. A bad configuration is the error of
+// [sluicehttp.RateLimit], wrapping core.ErrInvalid.
+func RateLimit(cfg sluicehttp.RateLimitConfig) (gin.HandlerFunc, error) {
+	mw, err := sluicehttp.RateLimit(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -33,19 +33,18 @@ func RateLimit(cfg ratelimit.HTTPConfig) (gin.HandlerFunc, error) {
 }
 
 // APIKey returns gin middleware that verifies each request's API key as
-// m.Middleware(opts...) does (the x-api-key header unless apikey.Header
-// names another; apikey.RequestCost, apikey.OnError). A request without a
-// valid key is answered by the net/http middleware (401, 429, 500 or 503
-// with an apikey.ErrorBody) and the chain is aborted. A verified request
-// runs the rest of the chain with the key in c.Request's context, where
-// apikey.FromContext(c.Request.Context()) and [KeyFromContext] find it,
-// and in c's keys under [ContextKey].
+// sluicehttp.APIKey(cfg) does (the x-api-key header unless cfg.Header
+// names another; cfg.Verify's options for every verification). A request
+// without a valid key is answered by the net/http middleware (401, 403,
+// 429, 500 or 503 with a sluicehttp.ErrorBody) and the chain is aborted.
+// A verified request runs the rest of the chain with the key in
+// c.Request's context, where sluicehttp.KeyFromContext and
+// [KeyFromContext] find it, and in c's keys under [ContextKey].
 //
-// A Manager not made by apikey.New or apikey.NewStorageOnly, or a bad
-// option, is the error of [apikey.Manager.Middleware], wrapping
+// A bad configuration is the error of [sluicehttp.APIKey], wrapping
 // core.ErrInvalid.
-func APIKey(m *apikey.Manager, opts ...apikey.MiddlewareOption) (gin.HandlerFunc, error) {
-	mw, err := m.Middleware(opts...)
+func APIKey(cfg sluicehttp.APIKeyConfig) (gin.HandlerFunc, error) {
+	mw, err := sluicehttp.APIKey(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +57,7 @@ func KeyFromContext(c *gin.Context) (*apikey.Key, bool) {
 	if c == nil || c.Request == nil {
 		return nil, false
 	}
-	return apikey.FromContext(c.Request.Context())
+	return sluicehttp.KeyFromContext(c.Request.Context())
 }
 
 // Wrap adapts net/http middleware to gin. The middleware sees gin's
@@ -84,7 +83,7 @@ func wrap(mw func(http.Handler) http.Handler, withKey bool) gin.HandlerFunc {
 		mw(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 			passed = true
 			c.Request = r
-			if k, ok := apikey.FromContext(r.Context()); ok && withKey {
+			if k, ok := sluicehttp.KeyFromContext(r.Context()); ok && withKey {
 				c.Set(ContextKey, k)
 			}
 			c.Next()

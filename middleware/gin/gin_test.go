@@ -20,6 +20,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicegin "github.com/sluice-go/sluice/middleware/gin"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 func init() { gin.SetMode(gin.ReleaseMode) }
@@ -38,9 +39,9 @@ type reply struct {
 	body   []byte
 }
 
-func (r reply) errorBody(t *testing.T) ratelimit.ErrorBody {
+func (r reply) errorBody(t *testing.T) sluicehttp.ErrorBody {
 	t.Helper()
-	var b ratelimit.ErrorBody
+	var b sluicehttp.ErrorBody
 	if err := json.Unmarshal(r.body, &b); err != nil {
 		t.Fatalf("body %q is not an ErrorBody: %v", r.body, err)
 	}
@@ -83,7 +84,7 @@ func TestRateLimitEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	limit, err := sluicegin.RateLimit(ratelimit.HTTPConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 2}})
+	limit, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +112,7 @@ func TestRateLimitEndToEnd(t *testing.T) {
 	}
 	wantHeaders(t, got, map[string]string{"RateLimit-Limit": "2", "RateLimit-Remaining": "0", "RateLimit-Reset": "45",
 		"Retry-After": "45", "X-Retry-After": "45", "Content-Type": "application/json"})
-	if b := got.errorBody(t); b != (ratelimit.ErrorBody{Code: ratelimit.CodeRateLimited, Message: b.Message, Status: 429, RetryAfter: 45}) || b.Message == "" {
+	if b := got.errorBody(t); b != (sluicehttp.ErrorBody{Code: sluicehttp.CodeRateLimited, Message: b.Message, Status: 429, RetryAfter: 45}) || b.Message == "" {
 		t.Errorf("body %+v", b)
 	}
 	if n, m := handled.Load(), after.Load(); n != 2 || m != 2 {
@@ -124,18 +125,18 @@ func TestRateLimitEndToEnd(t *testing.T) {
 	}
 }
 
-// The options of ratelimit.HTTPConfig reach the requests gin serves: a
+// The options of sluicehttp.RateLimitConfig reach the requests gin serves: a
 // trusted proxy's X-Forwarded-For names the client, an Unlimited path is
 // not counted, and the legacy header style is used.
 func TestRateLimitOptions(t *testing.T) {
 	clk := newClock()
 	limiter, _ := ratelimit.New(ratelimit.Memory(1000), ratelimit.WithClock(clk.Now))
-	limit, err := sluicegin.RateLimit(ratelimit.HTTPConfig{
+	limit, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{
 		Limiter:        limiter,
 		Default:        ratelimit.Rule{Window: time.Minute, Max: 1},
 		Paths:          map[string]ratelimit.Rule{"/health": ratelimit.Unlimited},
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")},
-		Headers:        ratelimit.HeadersLegacy,
+		Headers:        sluicehttp.HeadersLegacy,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -190,7 +191,7 @@ func TestRateLimitStorageFailure(t *testing.T) {
 		}
 		limiter, _ := ratelimit.New(ratelimit.Secondary(failing{}), opts...)
 		var reported atomic.Int64
-		limit, err := sluicegin.RateLimit(ratelimit.HTTPConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 5},
+		limit, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 5},
 			OnError: func(_ *http.Request, err error) {
 				if errors.Is(err, errDown) {
 					reported.Add(1)
@@ -208,8 +209,8 @@ func TestRateLimitStorageFailure(t *testing.T) {
 		if got.status != want {
 			t.Errorf("fail open %v: %d %q, want %d", open, got.status, got.body, want)
 		}
-		if !open && got.errorBody(t).Code != ratelimit.CodeUnavailable {
-			t.Errorf("fail closed: body %q, want code %s", got.body, ratelimit.CodeUnavailable)
+		if !open && got.errorBody(t).Code != sluicehttp.CodeUnavailable {
+			t.Errorf("fail closed: body %q, want code %s", got.body, sluicehttp.CodeUnavailable)
 		}
 		if reported.Load() != 1 {
 			t.Errorf("fail open %v: OnError told %d times, want 1", open, reported.Load())
@@ -233,7 +234,7 @@ func TestAPIKeyEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	requireKey, err := sluicegin.APIKey(keys)
+	requireKey, err := sluicegin.APIKey(sluicehttp.APIKeyConfig{Manager: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -251,8 +252,8 @@ func TestAPIKeyEndToEnd(t *testing.T) {
 	defer srv.Close()
 
 	got := get(t, srv.URL+"/me", nil)
-	if got.status != http.StatusUnauthorized || got.errorBody(t).Code != string(apikey.CodeMissing) {
-		t.Errorf("no key: %d %q, want 401 %s", got.status, got.body, apikey.CodeMissing)
+	if got.status != http.StatusUnauthorized || got.errorBody(t).Code != sluicehttp.CodeMissingKey {
+		t.Errorf("no key: %d %q, want 401 %s", got.status, got.body, sluicehttp.CodeMissingKey)
 	}
 	wantHeaders(t, got, map[string]string{"WWW-Authenticate": `ApiKey header="x-api-key"`})
 
@@ -276,19 +277,19 @@ func TestAPIKeyEndToEnd(t *testing.T) {
 }
 
 func TestConstructorErrors(t *testing.T) {
-	if _, err := sluicegin.RateLimit(ratelimit.HTTPConfig{}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("RateLimit without a limiter: %v, want core.ErrInvalid", err)
 	}
 	limiter, _ := ratelimit.New(ratelimit.Memory(10))
-	if _, err := sluicegin.RateLimit(ratelimit.HTTPConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 1}, IPv4Prefix: 40}); !errors.Is(err, core.ErrInvalid) {
+	if _, err := sluicegin.RateLimit(sluicehttp.RateLimitConfig{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 1}, IPv4Prefix: 40}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("RateLimit with IPv4Prefix 40: %v, want core.ErrInvalid", err)
 	}
-	if _, err := sluicegin.APIKey(nil); !errors.Is(err, core.ErrInvalid) {
-		t.Errorf("APIKey(nil): %v, want core.ErrInvalid", err)
+	if _, err := sluicegin.APIKey(sluicehttp.APIKeyConfig{}); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("APIKey(sluicehttp.APIKeyConfig{}): %v, want core.ErrInvalid", err)
 	}
 	db, _ := core.New(memory.New())
 	keys, _ := apikey.New(db)
-	if _, err := sluicegin.APIKey(keys, apikey.RequestCost(-1)); !errors.Is(err, core.ErrInvalid) {
+	if _, err := sluicegin.APIKey(sluicehttp.APIKeyConfig{Manager: keys, Verify: []apikey.VerifyOption{apikey.Cost(-1)}}); !errors.Is(err, core.ErrInvalid) {
 		t.Errorf("APIKey with cost -1: %v, want core.ErrInvalid", err)
 	}
 	if _, err := sluicegin.Wrap(nil); err == nil {

@@ -6,6 +6,7 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/middleware/http v0.0.0-00010101000000-000000000000
 )
 
 require (
@@ -48,4 +49,5 @@ require (
 replace (
 	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
 	github.com/sluice-go/sluice/core => ../../core
+	github.com/sluice-go/sluice/middleware/http => ../http
 )

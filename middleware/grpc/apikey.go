@@ -9,6 +9,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -17,12 +18,13 @@ import (
 
 // DefaultAPIKeyMetadata is the metadata key the API-key interceptors read
 // the key from.
-const DefaultAPIKeyMetadata = apikey.DefaultHeader // "x-api-key"
+const DefaultAPIKeyMetadata = sluicehttp.DefaultHeader // "x-api-key"
 
-// CodeMissing is the ErrorInfo reason of a call without a key; the
-// other reasons are apikey's codes (apikey.CodeInvalid, …,
-// apikey.CodeContention, apikey.CodeInternal).
-const CodeMissing = apikey.CodeMissing
+// CodeMissing is the ErrorInfo reason of a call without a key,
+// sluicehttp.CodeMissingKey; the other reasons are apikey's codes
+// (apikey.CodeInvalid, …) and sluicehttp.CodeContention and
+// sluicehttp.CodeInternal.
+const CodeMissing = sluicehttp.CodeMissingKey
 
 // APIKeyOption configures [UnaryAPIKey] and [StreamAPIKey].
 type APIKeyOption func(*apiKeyConfig) error
@@ -145,9 +147,9 @@ type verifier struct {
 }
 
 func newVerifier(m *apikey.Manager, opts []APIKeyOption) (*verifier, error) {
-	// The HTTP middleware's constructor refuses a Manager not made by
-	// New or NewStorageOnly, and says so.
-	if _, err := m.Middleware(); err != nil {
+	// CheckVerify refuses a Manager not made by New or NewStorageOnly,
+	// and says so.
+	if err := m.CheckVerify(); err != nil {
 		return nil, fmt.Errorf("sluicegrpc: %w", err)
 	}
 	cfg := apiKeyConfig{md: DefaultAPIKeyMetadata, cost: 1}
@@ -168,7 +170,7 @@ func (v *verifier) verify(ctx context.Context, method string) (*apikey.Key, meta
 	md, _ := metadata.FromIncomingContext(ctx)
 	vals := md.Get(v.cfg.md)
 	if len(vals) == 0 || vals[0] == "" {
-		return nil, nil, failure(codes.Unauthenticated, string(CodeMissing), "missing API key in metadata "+v.cfg.md)
+		return nil, nil, failure(codes.Unauthenticated, CodeMissing, "missing API key in metadata "+v.cfg.md)
 	}
 	res, err := v.m.Verify(ctx, vals[0], apikey.Cost(v.cfg.cost))
 	if err != nil {
@@ -179,9 +181,9 @@ func (v *verifier) verify(ctx context.Context, method string) (*apikey.Key, meta
 		case ctx.Err() != nil:
 			return nil, nil, status.FromContextError(ctx.Err()).Err()
 		case errors.Is(err, core.ErrContention):
-			return nil, nil, failure(codes.Unavailable, string(apikey.CodeContention), "the key is too busy; try again")
+			return nil, nil, failure(codes.Unavailable, sluicehttp.CodeContention, "the key is too busy; try again")
 		}
-		return nil, nil, failure(codes.Internal, string(apikey.CodeInternal), "API key verification failed")
+		return nil, nil, failure(codes.Internal, sluicehttp.CodeInternal, "API key verification failed")
 	}
 	if res.Valid {
 		return res.Key, nil, nil

@@ -4,7 +4,7 @@
 // [UnaryRateLimit] and [StreamRateLimit] count each call (a stream once,
 // when it opens) on a ratelimit.Limiter, under a rule chosen per full
 // method ([Config].Methods, with a Default), keyed by the peer's IP address
-// grouped as ratelimit.ClientKey groups it plus the method, or by
+// grouped as sluicehttp.ClientKey groups it plus the method, or by
 // [Config].Key. A denied call fails with codes.ResourceExhausted and an
 // errdetails.RetryInfo; a storage failure with codes.Unavailable unless
 // the limiter fails open; a key function's failure with codes.Internal,
@@ -18,7 +18,7 @@
 //		Methods: map[string]ratelimit.Rule{"/pkg.Search/Query": {Window: time.Second, Max: 5}},
 //	})
 //	if err != nil { … }
-//	requireKey, err := sluicegrpc.UnaryAPIKey(keys)
+//	requireKey, err := sluicegrpc.UnaryAPIKey(sluicehttp.APIKeyConfig{Manager: keys})
 //	if err != nil { … }
 //	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limit, requireKey))
 //

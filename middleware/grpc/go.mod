@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/middleware/http v0.0.0-00010101000000-000000000000
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -24,4 +25,5 @@ require (
 replace (
 	github.com/sluice-go/sluice/adaptertest => ../../adaptertest
 	github.com/sluice-go/sluice/core => ../../core
+	github.com/sluice-go/sluice/middleware/http => ../http
 )

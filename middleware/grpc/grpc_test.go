@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicegrpc "github.com/sluice-go/sluice/middleware/grpc"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -54,7 +55,7 @@ func TestUnaryRateLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &health{}
-	unary, watchStream := rateLimited(t, h, sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 2}, Clock: clk.Now})
+	unary, watchStream := rateLimited(t, h, sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Rule{Window: time.Minute, Max: 2}})
 
 	for i, remaining := range []string{"1", "0"} {
 		c := unary()
@@ -66,8 +67,8 @@ func TestUnaryRateLimit(t *testing.T) {
 	}
 	clk.Advance(15 * time.Second)
 	c := unary()
-	if c.code() != codes.ResourceExhausted || c.reason(t) != ratelimit.CodeRateLimited {
-		t.Fatalf("third call: %v, want ResourceExhausted with reason %s", c.err, ratelimit.CodeRateLimited)
+	if c.code() != codes.ResourceExhausted || c.reason(t) != sluicehttp.CodeRateLimited {
+		t.Fatalf("third call: %v, want ResourceExhausted with reason %s", c.err, sluicehttp.CodeRateLimited)
 	}
 	if d := c.retryDelay(); d != 45*time.Second {
 		t.Errorf("RetryInfo delay %v, want 45s", d)
@@ -91,7 +92,7 @@ func TestStreamRateLimit(t *testing.T) {
 	clk := newClock()
 	limiter, _ := ratelimit.New(ratelimit.Memory(1000), ratelimit.WithClock(clk.Now))
 	h := &health{}
-	_, stream := rateLimited(t, h, sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Rule{Window: 10 * time.Second, Max: 1}, Clock: clk.Now})
+	_, stream := rateLimited(t, h, sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Rule{Window: 10 * time.Second, Max: 1}})
 
 	c := stream()
 	if c.err != nil {
@@ -100,7 +101,7 @@ func TestStreamRateLimit(t *testing.T) {
 	wantMeta(t, "allowed stream", c, map[string]string{sluicegrpc.MetadataLimit: "1", sluicegrpc.MetadataRemaining: "0", sluicegrpc.MetadataReset: "10"})
 	clk.Advance(2500 * time.Millisecond)
 	c = stream()
-	if c.code() != codes.ResourceExhausted || c.reason(t) != ratelimit.CodeRateLimited {
+	if c.code() != codes.ResourceExhausted || c.reason(t) != sluicehttp.CodeRateLimited {
 		t.Fatalf("second stream: %v, want ResourceExhausted", c.err)
 	}
 	if d := c.retryDelay(); d != 7500*time.Millisecond {
@@ -149,8 +150,8 @@ func TestRulesAndKey(t *testing.T) {
 			t.Errorf("unlimited Check: %v, limit metadata %q", c.err, c.meta(sluicegrpc.MetadataLimit))
 		}
 	}
-	if c := watch(t, client); c.code() != codes.Internal || c.reason(t) != ratelimit.CodeKeyFailed {
-		t.Errorf("Watch without a tenant: %v, want Internal %s", c.err, ratelimit.CodeKeyFailed)
+	if c := watch(t, client); c.code() != codes.Internal || c.reason(t) != sluicehttp.CodeKeyFailed {
+		t.Errorf("Watch without a tenant: %v, want Internal %s", c.err, sluicehttp.CodeKeyFailed)
 	}
 	if keyErrors.Load() != 1 {
 		t.Errorf("OnError told %d times, want 1", keyErrors.Load())
@@ -211,8 +212,8 @@ func TestStorageFailure(t *testing.T) {
 			if c.code() != want {
 				t.Errorf("fail open %v, %s: %v, want %v", open, name, c.err, want)
 			}
-			if !open && c.reason(t) != ratelimit.CodeUnavailable {
-				t.Errorf("fail closed, %s: reason %q, want %s", name, c.reason(t), ratelimit.CodeUnavailable)
+			if !open && c.reason(t) != sluicehttp.CodeUnavailable {
+				t.Errorf("fail closed, %s: reason %q, want %s", name, c.reason(t), sluicehttp.CodeUnavailable)
 			}
 		}
 		if reported.Load() != 2 {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -25,7 +26,7 @@ import (
 )
 
 // The metadata keys the rate-limit interceptors send, the gRPC spelling of
-// ratelimit.Middleware's headers: with every limited call (as header
+// sluicehttp.RateLimit's headers: with every limited call (as header
 // metadata, which a denial carries too) the rule's maximum, what its
 // window has left and the seconds until it ends, rounded up; with a
 // denial also the seconds to wait, rounded up and at least 1.
@@ -38,8 +39,9 @@ const (
 
 // ErrorDomain is the Domain of the errdetails.ErrorInfo that every denial
 // and failure of this package carries; its Reason is a stable code:
-// ratelimit.CodeRateLimited, ratelimit.CodeUnavailable,
-// ratelimit.CodeKeyFailed, or an apikey code.
+// sluicehttp.CodeRateLimited, sluicehttp.CodeUnavailable,
+// sluicehttp.CodeKeyFailed, sluicehttp.CodeMissingKey,
+// sluicehttp.CodeContention, sluicehttp.CodeInternal, or an apikey code.
 const ErrorDomain = "sluice"
 
 // Config configures [UnaryRateLimit] and [StreamRateLimit].
@@ -68,7 +70,7 @@ type Config struct {
 	// OnError is told. Key is not called for Unlimited or skipped calls.
 	Key func(ctx context.Context, fullMethod string) (string, error)
 	// TrustedProxies are the peers whose x-forwarded-for metadata (or
-	// ClientIPHeader) is believed, read as ratelimit.ClientKey reads the
+	// ClientIPHeader) is believed, read as sluicehttp.ClientKey reads the
 	// headers of the same names.
 	TrustedProxies []netip.Prefix
 	// ClientIPHeader, when set, names the metadata key a trusted proxy
@@ -76,7 +78,7 @@ type Config struct {
 	// x-forwarded-for. TrustedProxies must be set.
 	ClientIPHeader string
 	// IPv4Prefix and IPv6Prefix group clients by this many leading bits;
-	// 0 means 32 and 64, as in ratelimit.HTTPConfig.
+	// 0 means 32 and 64, as in sluicehttp.RateLimitConfig.
 	IPv4Prefix, IPv6Prefix int
 	// Skip, when set, lets the calls it reports true for through
 	// unlimited. It must not believe what a client can write unless
@@ -90,9 +92,6 @@ type Config struct {
 	// NoMetadata, when true, sends none of the Metadata* keys; a denial
 	// still carries its errdetails.RetryInfo.
 	NoMetadata bool
-	// Clock is the limiter's clock, for MetadataReset (default time.Now);
-	// give the one passed to ratelimit.WithClock, if any.
-	Clock func() time.Time
 }
 
 type prefixRule struct {
@@ -103,7 +102,7 @@ type prefixRule struct {
 // limiter is a checked Config.
 type limiter struct {
 	cfg      Config
-	client   ratelimit.HTTPConfig // for ClientKey: the client fields of cfg
+	client   sluicehttp.RateLimitConfig // for ClientKey: the client fields of cfg
 	exact    map[string]ratelimit.Rule
 	prefixes []prefixRule // longest first
 }
@@ -111,14 +110,14 @@ type limiter struct {
 // UnaryRateLimit returns a unary server interceptor that limits calls as
 // cfg says. A denied call fails with codes.ResourceExhausted, an
 // errdetails.RetryInfo whose RetryDelay is how long to wait, an
-// errdetails.ErrorInfo (Reason ratelimit.CodeRateLimited, Domain
+// errdetails.ErrorInfo (Reason sluicehttp.CodeRateLimited, Domain
 // [ErrorDomain]) and the Metadata* header metadata; the handler does not
 // run. An admitted call carries MetadataLimit, MetadataRemaining and
 // MetadataReset in its header metadata.
 //
 // The default key is the client's address, grouped as
-// ratelimit.ClientKey groups it (IPv4 alone, IPv6 by its /64, IPv4-mapped
-// IPv6 as IPv4; ratelimit.UnknownClient for a peer without an IP address,
+// sluicehttp.ClientKey groups it (IPv4 alone, IPv6 by its /64, IPv4-mapped
+// IPv6 as IPv4; sluicehttp.UnknownClient for a peer without an IP address,
 // such as a Unix socket or bufconn, all of which then share one bucket
 // per method), then "|" and the full method.
 //
@@ -161,24 +160,18 @@ func StreamRateLimit(cfg Config) (grpc.StreamServerInterceptor, error) {
 }
 
 func newLimiter(cfg Config) (*limiter, error) {
-	// ratelimit.Middleware checks the limiter, the rules (against the
-	// limiter's longest window too) and the client fields as the HTTP
+	// sluicehttp.RateLimit checks the limiter, the default rule (against
+	// the limiter's longest window too) and the client fields as the HTTP
 	// middleware has them; its answer is discarded.
-	client := ratelimit.HTTPConfig{Limiter: cfg.Limiter, Default: cfg.Default, TrustedProxies: cfg.TrustedProxies,
+	client := sluicehttp.RateLimitConfig{Limiter: cfg.Limiter, Default: cfg.Default, TrustedProxies: cfg.TrustedProxies,
 		ClientIPHeader: cfg.ClientIPHeader, IPv4Prefix: cfg.IPv4Prefix, IPv6Prefix: cfg.IPv6Prefix}
-	if _, err := ratelimit.Middleware(client); err != nil {
-		return nil, fmt.Errorf("sluicegrpc: Config (checked as ratelimit.HTTPConfig): %w", err)
+	if _, err := sluicehttp.RateLimit(client); err != nil {
+		return nil, fmt.Errorf("sluicegrpc: Config (checked as sluicehttp.RateLimitConfig): %w", err)
 	}
 	l := &limiter{cfg: cfg, client: client, exact: map[string]ratelimit.Rule{}}
-	if l.cfg.Clock == nil {
-		l.cfg.Clock = time.Now
-	}
 	for m, rule := range cfg.Methods {
-		if rule != ratelimit.Unlimited {
-			check := ratelimit.HTTPConfig{Limiter: cfg.Limiter, Default: rule}
-			if _, err := ratelimit.Middleware(check); err != nil {
-				return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q] (checked as ratelimit.HTTPConfig.Default): %w", m, err)
-			}
+		if err := cfg.Limiter.CheckRule(rule); err != nil {
+			return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q]: %w", m, err)
 		}
 		switch i := strings.IndexByte(m, '*'); {
 		case i < 0 && strings.HasPrefix(m, "/"):
@@ -216,7 +209,7 @@ func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error
 	key, err := l.key(ctx, method, rule)
 	if err != nil {
 		l.report(ctx, method, err)
-		return nil, failure(codes.Internal, ratelimit.CodeKeyFailed, "The request could not be identified for rate limiting.")
+		return nil, failure(codes.Internal, sluicehttp.CodeKeyFailed, "The request could not be identified for rate limiting.")
 	}
 	d, err := l.cfg.Limiter.Consume(ctx, key, rule)
 	if err != nil {
@@ -227,12 +220,12 @@ func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error
 		case d.Allowed: // the limiter fails open
 			return nil, nil
 		}
-		return nil, failure(codes.Unavailable, ratelimit.CodeUnavailable, "The rate limiter is unavailable. Please try again later.")
+		return nil, failure(codes.Unavailable, sluicehttp.CodeUnavailable, "The rate limiter is unavailable. Please try again later.")
 	}
 	var md metadata.MD
 	if !l.cfg.NoMetadata {
 		md = metadata.Pairs(MetadataLimit, itoa(d.Limit), MetadataRemaining, itoa(d.Remaining),
-			MetadataReset, itoa(seconds(d.Reset.Sub(l.cfg.Clock()))))
+			MetadataReset, itoa(seconds(d.Reset.Sub(l.cfg.Limiter.Now()))))
 		if !d.Allowed {
 			md.Set(MetadataRetryAfter, itoa(max(seconds(d.RetryAfter), 1)))
 		}
@@ -240,7 +233,7 @@ func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error
 	if d.Allowed {
 		return md, nil
 	}
-	return md, denial(codes.ResourceExhausted, ratelimit.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter)
+	return md, denial(codes.ResourceExhausted, sluicehttp.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter)
 }
 
 func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (string, error) {
@@ -262,7 +255,7 @@ func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (
 func (l *limiter) clientKey(ctx context.Context) string {
 	p, ok := peer.FromContext(ctx)
 	if !ok || p.Addr == nil {
-		return ratelimit.UnknownClient
+		return sluicehttp.UnknownClient
 	}
 	r := &http.Request{RemoteAddr: p.Addr.String()}
 	if len(l.cfg.TrustedProxies) > 0 {

@@ -1,7 +1,5 @@
 package keystore
 
-import "net/http"
-
 // Code is a verification's outcome, and apikey.Code is this type: a claim
 // answers the empty code or one of the denials below, which apikey reports
 // unchanged. The values are Better Auth's, so clients can share their
@@ -24,17 +22,18 @@ const (
 
 // Status returns the HTTP status for the code: 200 for the empty code,
 // 403 for Forbidden, 429 for UsageExceeded and RateLimited, and 401 for
-// every other (a disabled, expired or unknown key).
+// every other (a disabled, expired or unknown key). The numbers are
+// written out so that the decision packages need no net/http.
 func (c Code) Status() int {
 	switch c {
 	case "":
-		return http.StatusOK
+		return 200
 	case Forbidden:
-		return http.StatusForbidden
+		return 403
 	case UsageExceeded, RateLimited:
-		return http.StatusTooManyRequests
+		return 429
 	}
-	return http.StatusUnauthorized
+	return 401
 }
 
 // Message returns a human-readable sentence for the code; a code it does

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/apikey"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 // BurstConfig describes a burst: N requests sent at once.
@@ -86,7 +86,7 @@ func Burst(ctx context.Context, cfg BurstConfig) (BurstResult, error) {
 			defer done.Done()
 			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.URL, nil)
 			if cfg.Key != "" {
-				req.Header.Set(apikey.DefaultHeader, cfg.Key)
+				req.Header.Set(sluicehttp.DefaultHeader, cfg.Key)
 			}
 			ready.Done()
 			<-start

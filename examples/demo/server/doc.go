@@ -10,14 +10,14 @@
 // # Routes
 //
 //   - GET /hello: limited per client IP (default 5 requests per 10 s) by
-//     ratelimit.Middleware, with RateLimit-* headers, and 429 with
+//     sluicehttp.RateLimit, with RateLimit-* headers, and 429 with
 //     Retry-After and a JSON body once the window is full.
 //   - POST /keys: creates an API key and returns its plaintext once. The
 //     optional JSON body sets its quota, refill and rate limit (see
 //     [KeyRequest]). Limited per client IP too (default 20 per minute).
 //   - GET /api/data: needs a key in the x-api-key header; each request
 //     spends one unit of the key's quota and of its rate limit, in one
-//     guarded write, through apikey's middleware.
+//     guarded write, through sluicehttp.APIKey.
 //   - GET /metrics: the decisions and verifications counted by outcome,
 //     with their durations and round trips, in the Prometheus text format.
 //   - POST /api/data: the same, for a key holding the permission

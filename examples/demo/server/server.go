@@ -15,6 +15,7 @@ import (
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	sluiceotel "github.com/sluice-go/sluice/observe/otel"
 )
 
@@ -82,7 +83,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		ratelimit.WithObserver(fanOut(rateLimitLogger(log, newKeyHasher()), rlMetrics))); err != nil {
 		return nil, err
 	}
-	limit, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+	limit, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
 		Limiter: s.Limiter,
 		Default: ratelimit.Unlimited, // /api/* is limited per key instead
 		Paths:   map[string]ratelimit.Rule{"/hello": cfg.Hello, "/keys": cfg.CreateKeys},
@@ -100,16 +101,17 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 
-	requireKey, err := s.Keys.Middleware(apikey.OnError(func(r *http.Request, err error) {
+	requireKey, err := sluicehttp.APIKey(sluicehttp.APIKeyConfig{Manager: s.Keys, OnError: func(r *http.Request, err error) {
 		log.LogAttrs(r.Context(), slog.LevelError, "API key: request refused",
 			slog.String("method", r.Method), slog.String("path", r.URL.Path), slog.Any("error", err))
-	}))
+	}})
 	if err != nil {
 		return nil, err
 	}
 
 	// POST /api/data needs a key with the permission to write data.
-	requireWriter, err := s.Keys.Middleware(apikey.RequestPermissions(map[string][]string{"data": {"write"}}))
+	requireWriter, err := sluicehttp.APIKey(sluicehttp.APIKeyConfig{Manager: s.Keys,
+		Verify: []apikey.VerifyOption{apikey.Permissions(map[string][]string{"data": {"write"}})}})
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +177,7 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 func (s *Server) hello(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{
 		"message": "hello",
-		"client":  ratelimit.ClientKey(r, nil),
+		"client":  sluicehttp.ClientKey(r, nil),
 		"limit":   fmt.Sprintf("%d per %v per client IP", s.cfg.Hello.Max, s.cfg.Hello.Window),
 	})
 }
@@ -184,7 +186,7 @@ func (s *Server) hello(w http.ResponseWriter, r *http.Request) {
 // It also reports the key's rate-limit window in RateLimit-* headers, so
 // that the burst client can tell the limit it measured against.
 func (s *Server) data(w http.ResponseWriter, r *http.Request) {
-	k, _ := apikey.FromContext(r.Context())
+	k, _ := sluicehttp.KeyFromContext(r.Context())
 	if k.RateLimit.Enabled {
 		w.Header().Set("RateLimit-Limit", fmt.Sprint(k.RateLimit.Max))
 		w.Header().Set("RateLimit-Remaining", fmt.Sprint(max(k.RateLimit.Max-k.RequestCount, 0)))
@@ -198,7 +200,7 @@ func (s *Server) data(w http.ResponseWriter, r *http.Request) {
 // writeData answers POST /api/data, which only a key allowed to write
 // data reaches.
 func (s *Server) writeData(w http.ResponseWriter, r *http.Request) {
-	k, _ := apikey.FromContext(r.Context())
+	k, _ := sluicehttp.KeyFromContext(r.Context())
 	writeJSON(w, http.StatusOK, map[string]any{"message": "written", "key": describeKey(k)})
 }
 

@@ -32,7 +32,8 @@ import (
 	"github.com/sluice-go/sluice/core"
 	_ "github.com/sluice-go/sluice/core/apikey" // the API-key fragment
 	"github.com/sluice-go/sluice/core/ratelimit"
-	_ "github.com/sluice-go/sluice/observe/otel" // the Observability fragment
+	_ "github.com/sluice-go/sluice/middleware/http" // the HTTP fragments
+	_ "github.com/sluice-go/sluice/observe/otel"    // the Observability fragment
 	"github.com/uptrace/bun"
 	_ "github.com/uptrace/bun/dialect/mysqldialect" // the bun on MariaDB fragment
 	_ "gorm.io/driver/postgres"                     // the gorm on PostgreSQL fragment

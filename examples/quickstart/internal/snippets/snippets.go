@@ -46,6 +46,7 @@ var AutoImports = map[string]string{
 	"apikey":      "github.com/sluice-go/sluice/core/apikey",
 	"core":        "github.com/sluice-go/sluice/core",
 	"ratelimit":   "github.com/sluice-go/sluice/core/ratelimit",
+	"sluicehttp":  "github.com/sluice-go/sluice/middleware/http",
 }
 
 // marker opens the comment that names the next block.

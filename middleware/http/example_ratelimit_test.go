@@ -1,4 +1,4 @@
-package ratelimit_test
+package sluicehttp_test
 
 import (
 	"errors"
@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 // Key counts each API key apart, wherever its requests come from; a
 // request without one is refused (500) rather than let through.
-func ExampleHTTPConfig_key() {
+func ExampleRateLimitConfig_key() {
 	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
-	mw, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+	mw, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
 		Limiter: limiter,
 		Default: ratelimit.Rule{Window: time.Minute, Max: 1},
 		Key: func(r *http.Request) (string, error) {
@@ -47,16 +48,16 @@ func ExampleHTTPConfig_key() {
 // A Key built from the client's address and the ServeMux pattern (Go
 // 1.22+) counts /users/1 and /users/2 as one route. The middleware wraps
 // the handlers registered on the mux, where r.Pattern is set.
-func ExampleHTTPConfig_ClientKey() {
+func ExampleRateLimitConfig_ClientKey() {
 	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
-	cfg := ratelimit.HTTPConfig{
+	cfg := sluicehttp.RateLimitConfig{
 		Limiter:        limiter,
 		Default:        ratelimit.Rule{Window: time.Minute, Max: 1},
 		TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")},
 		ClientIPHeader: "X-Real-IP",
 	}
 	cfg.Key = func(r *http.Request) (string, error) { return cfg.ClientKey(r) + " " + r.Pattern, nil }
-	mw, err := ratelimit.Middleware(cfg)
+	mw, err := sluicehttp.RateLimit(cfg)
 	if err != nil {
 		panic(err)
 	}
@@ -76,9 +77,9 @@ func ExampleHTTPConfig_ClientKey() {
 }
 
 func ExampleHeaderStyle() {
-	for _, style := range []ratelimit.HeaderStyle{ratelimit.HeadersDefault, ratelimit.HeadersIETF, ratelimit.HeadersNone} {
+	for _, style := range []sluicehttp.HeaderStyle{sluicehttp.HeadersDefault, sluicehttp.HeadersIETF, sluicehttp.HeadersNone} {
 		limiter, _ := ratelimit.New(ratelimit.Memory(1000))
-		mw, err := ratelimit.Middleware(ratelimit.HTTPConfig{
+		mw, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
 			Limiter: limiter,
 			Default: ratelimit.Rule{Window: time.Minute, Max: 100},
 			Headers: style,
@@ -98,11 +99,11 @@ func ExampleHeaderStyle() {
 }
 
 func ExampleParseRules() {
-	paths, err := ratelimit.ParseRules(map[string]string{"/sign-in/*": "3/10s", "/api/*": "100-M", "/health": "unlimited"})
+	paths, err := sluicehttp.ParseRules(map[string]string{"/sign-in/*": "3/10s", "/api/*": "100-M", "/health": "unlimited"})
 	fmt.Println(paths["/sign-in/*"], paths["/api/*"], paths["/health"] == ratelimit.Unlimited, err)
-	_, err = ratelimit.ParseRules(map[string]string{"/x": "lots"})
+	_, err = sluicehttp.ParseRules(map[string]string{"/x": "lots"})
 	fmt.Println(err)
 	// Output:
 	// 3/10s 100-M true <nil>
-	// ratelimit: invalid request: ParseRules: ["/x"]: rule "lots": want a count and a window, such as "100-M" or "5/30s"
+	// sluicehttp: invalid request: ParseRules: ["/x"]: rule "lots": want a count and a window, such as "100-M" or "5/30s"
 }

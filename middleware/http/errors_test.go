@@ -1,4 +1,4 @@
-package httperr_test
+package sluicehttp_test
 
 import (
 	"context"
@@ -13,44 +13,12 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
-	"github.com/sluice-go/sluice/core/internal/httperr"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
-func TestWrite(t *testing.T) {
-	w := httptest.NewRecorder()
-	w.Header().Set("RateLimit-Limit", "3") // set before: kept
-	httperr.Write(w, httperr.Body{Code: "X", Message: "m", Status: 429, RetryAfter: 7})
-	want := http.Header{"Ratelimit-Limit": {"3"}, "Content-Type": {"application/json"}, "Retry-After": {"7"}, "X-Retry-After": {"7"}}
-	if w.Code != 429 || !reflect.DeepEqual(w.Header(), want) || w.Body.String() != `{"code":"X","message":"m","status":429,"retryAfter":7}`+"\n" {
-		t.Errorf("Write: %d %v %s", w.Code, w.Header(), w.Body)
-	}
-	w = httptest.NewRecorder()
-	httperr.Write(w, httperr.Body{Code: "Y", Message: "n", Status: 503})
-	want = http.Header{"Content-Type": {"application/json"}}
-	if w.Code != 503 || !reflect.DeepEqual(w.Header(), want) || w.Body.String() != `{"code":"Y","message":"n","status":503}`+"\n" {
-		t.Errorf("Write without RetryAfter: %d %v %s", w.Code, w.Header(), w.Body)
-	}
-}
-
-func TestSetRateLimit(t *testing.T) {
-	h := http.Header{}
-	httperr.SetRateLimit(h, 5, 0, -1)
-	if !reflect.DeepEqual(h, http.Header{"Ratelimit-Limit": {"5"}, "Ratelimit-Remaining": {"0"}}) {
-		t.Errorf("SetRateLimit(5, 0, -1) = %v", h)
-	}
-}
-
-func TestSeconds(t *testing.T) {
-	for d, want := range map[time.Duration]int64{-time.Second: 0, 0: 0, time.Millisecond: 1, time.Second: 1, 1001 * time.Millisecond: 2} {
-		if got := httperr.Seconds(d); got != want {
-			t.Errorf("Seconds(%v) = %d, want %d", d, got, want)
-		}
-	}
-}
-
-// TestOneShape denies a request in each middleware and compares what a
+// TestOneShape denies a request in RateLimit and in APIKey and compares what a
 // client sees: the same headers on 429, and bodies with the same fields.
 func TestOneShape(t *testing.T) {
 	ctx := context.Background()
@@ -63,7 +31,7 @@ func TestOneShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rl, err := ratelimit.Middleware(ratelimit.HTTPConfig{Limiter: limiter, Default: rule})
+	rl, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{Limiter: limiter, Default: rule})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +44,7 @@ func TestOneShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ak, err := keys.Middleware()
+	ak, err := sluicehttp.APIKey(sluicehttp.APIKeyConfig{Manager: keys})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +55,7 @@ func TestOneShape(t *testing.T) {
 		for range 2 {
 			r := httptest.NewRequest("GET", "/x", nil)
 			r.RemoteAddr = "203.0.113.7:1"
-			r.Header.Set(apikey.DefaultHeader, plaintext)
+			r.Header.Set(sluicehttp.DefaultHeader, plaintext)
 			w = httptest.NewRecorder()
 			h.ServeHTTP(w, r)
 		}

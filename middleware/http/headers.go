@@ -1,14 +1,14 @@
-package ratelimit
+package sluicehttp
 
 import (
 	"net/http"
 	"strconv"
 	"time"
 
-	"github.com/sluice-go/sluice/core/internal/httperr"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-// HeaderStyle chooses the rate-limit headers [Middleware] sets on the
+// HeaderStyle chooses the rate-limit headers [RateLimit] sets on the
 // responses it limits. Every style but [HeadersNone] also sets Retry-After
 // (whole seconds, rounded up) on 429.
 type HeaderStyle int
@@ -19,7 +19,7 @@ const (
 	// RateLimit-Remaining and RateLimit-Reset (seconds until the window
 	// ends, rounded up), and on 429 Retry-After and X-Retry-After: the
 	// headers of earlier drafts of the IETF httpapi rate-limit document,
-	// which most clients read, and apikey's middleware sets the same.
+	// which most clients read, and [APIKey] sets the same.
 	HeadersDefault HeaderStyle = iota
 	// HeadersIETF sets the two fields of the current IETF draft
 	// (draft-ietf-httpapi-ratelimit-headers, revisions 08 to 11):
@@ -59,13 +59,13 @@ func (s HeaderStyle) valid() bool { return s >= HeadersDefault && s <= HeadersNo
 
 // setHeaders sets the style's headers for d, decided under rule at now;
 // on a denial also Retry-After (and, in the default style, X-Retry-After).
-func (s HeaderStyle) setHeaders(h http.Header, rule Rule, d Decision, now time.Time) {
-	reset := httperr.Seconds(d.Reset.Sub(now))
+func (s HeaderStyle) setHeaders(h http.Header, rule ratelimit.Rule, d ratelimit.Decision, now time.Time) {
+	reset := seconds(d.Reset.Sub(now))
 	switch s {
 	case HeadersDefault:
-		httperr.SetRateLimit(h, d.Limit, d.Remaining, reset)
+		setRateLimit(h, d.Limit, d.Remaining, reset)
 	case HeadersIETF:
-		h.Set("RateLimit-Policy", `"default";q=`+strconv.FormatInt(d.Limit, 10)+";w="+strconv.FormatInt(httperr.Seconds(rule.Window), 10))
+		h.Set("RateLimit-Policy", `"default";q=`+strconv.FormatInt(d.Limit, 10)+";w="+strconv.FormatInt(seconds(rule.Window), 10))
 		h.Set("RateLimit", `"default";r=`+strconv.FormatInt(d.Remaining, 10)+";t="+strconv.FormatInt(reset, 10))
 	case HeadersLegacy:
 		h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
@@ -85,4 +85,4 @@ func (s HeaderStyle) setHeaders(h http.Header, rule Rule, d Decision, now time.T
 
 // retryAfter is how long a denied client waits, in whole seconds rounded
 // up and at least 1.
-func retryAfter(d Decision) int64 { return max(httperr.Seconds(d.RetryAfter), 1) }
+func retryAfter(d ratelimit.Decision) int64 { return max(seconds(d.RetryAfter), 1) }

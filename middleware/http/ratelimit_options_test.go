@@ -1,4 +1,4 @@
-package ratelimit_test
+package sluicehttp_test
 
 import (
 	"errors"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 // req is one request for httpFixture.serve.
@@ -57,7 +58,7 @@ func TestMiddlewareKey(t *testing.T) {
 	errNoUser := errors.New("no user")
 	var calls int
 	var reported []error
-	f := newHTTP(t, ratelimit.HTTPConfig{
+	f := newHTTP(t, sluicehttp.RateLimitConfig{
 		Default: perMinute(2),
 		Paths:   map[string]ratelimit.Rule{"/login": perMinute(1), "/health": ratelimit.Unlimited},
 		Key: func(r *http.Request) (string, error) {
@@ -97,8 +98,8 @@ func TestMiddlewareKey(t *testing.T) {
 		if w.Code != 500 || strings.TrimSpace(w.Body.String()) != body || w.Header().Get("RateLimit-Limit") != "" {
 			t.Errorf("Key %s: %d %s %v, want 500 %s and no rate-limit header", u, w.Code, w.Body, w.Header(), body)
 		}
-		if len(reported) != 1 || !strings.Contains(reported[0].Error(), "HTTPConfig.Key") || (u == "nobody" && !errors.Is(reported[0], errNoUser)) {
-			t.Errorf("Key %s: OnError got %v, want one error naming HTTPConfig.Key (wrapping Key's)", u, reported)
+		if len(reported) != 1 || !strings.Contains(reported[0].Error(), "RateLimitConfig.Key") || (u == "nobody" && !errors.Is(reported[0], errNoUser)) {
+			t.Errorf("Key %s: OnError got %v, want one error naming RateLimitConfig.Key (wrapping Key's)", u, reported)
 		}
 	}
 	if f.served != 6 {
@@ -111,9 +112,9 @@ func TestMiddlewareKey(t *testing.T) {
 func TestMiddlewareKeyRoutePattern(t *testing.T) {
 	c := newClock()
 	l := newLimiter(t, ratelimit.Memory(100), ratelimit.WithClock(c.Now))
-	cfg := ratelimit.HTTPConfig{Limiter: l, Default: perMinute(2), TrustedProxies: proxies, ClientIPHeader: "X-Real-IP"}
+	cfg := sluicehttp.RateLimitConfig{Limiter: l, Default: perMinute(2), TrustedProxies: proxies, ClientIPHeader: "X-Real-IP"}
 	cfg.Key = func(r *http.Request) (string, error) { return cfg.ClientKey(r) + "|" + r.Pattern, nil }
-	mw, err := ratelimit.Middleware(cfg)
+	mw, err := sluicehttp.RateLimit(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,8 +134,8 @@ func TestMiddlewareKeyRoutePattern(t *testing.T) {
 	wantCodes(t, "by route pattern", got, 200, 200, 429, 200)
 }
 
-func TestHTTPConfigClientKey(t *testing.T) {
-	cfg := ratelimit.HTTPConfig{TrustedProxies: proxies, ClientIPHeader: "CF-Connecting-IP"}
+func TestRateLimitConfigClientKey(t *testing.T) {
+	cfg := sluicehttp.RateLimitConfig{TrustedProxies: proxies, ClientIPHeader: "CF-Connecting-IP"}
 	cases := []struct {
 		name, remote string
 		headers      map[string]string
@@ -146,7 +147,7 @@ func TestHTTPConfigClientKey(t *testing.T) {
 		{"trusted peer without the header", "10.1.1.1:1", map[string]string{"X-Forwarded-For": "6.6.6.6"}, "10.1.1.1"},
 		{"the last value wins", "10.1.1.1:1", map[string]string{"CF-Connecting-IP": "6.6.6.6, 198.51.100.1"}, "198.51.100.1"},
 		{"IPv6 grouped", "10.1.1.1:1", map[string]string{"CF-Connecting-IP": "2001:db8:1:2::9"}, "2001:db8:1:2::/64"},
-		{"garbage", "10.1.1.1:1", map[string]string{"CF-Connecting-IP": "nonsense"}, ratelimit.UnknownClient},
+		{"garbage", "10.1.1.1:1", map[string]string{"CF-Connecting-IP": "nonsense"}, sluicehttp.UnknownClient},
 	}
 	for _, tc := range cases {
 		r := httptest.NewRequest("GET", "/", nil)
@@ -169,11 +170,11 @@ func TestHTTPConfigClientKey(t *testing.T) {
 	// Without a named header, the config reads X-Forwarded-For as ClientKey does.
 	cfg.ClientIPHeader = ""
 	r.Header.Set("X-Forwarded-For", "6.6.6.6, 198.51.100.3")
-	if got, want := cfg.ClientKey(r), ratelimit.ClientKey(r, proxies); got != want || got != "198.51.100.3" {
+	if got, want := cfg.ClientKey(r), sluicehttp.ClientKey(r, proxies); got != want || got != "198.51.100.3" {
 		t.Errorf("X-Forwarded-For: config %q, ClientKey %q, want 198.51.100.3", got, want)
 	}
 	// Prefix lengths.
-	cfg = ratelimit.HTTPConfig{IPv4Prefix: 24, IPv6Prefix: 128}
+	cfg = sluicehttp.RateLimitConfig{IPv4Prefix: 24, IPv6Prefix: 128}
 	for remote, want := range map[string]string{"203.0.113.7:1": "203.0.113.0/24", "[2001:db8::1]:1": "2001:db8::1/128"} {
 		r.RemoteAddr = remote
 		if got := cfg.ClientKey(r); got != want {
@@ -185,7 +186,7 @@ func TestHTTPConfigClientKey(t *testing.T) {
 // TestMiddlewareClientIPHeaderSpoofing: a client that rotates the named
 // header is still one client unless its peer is a trusted proxy.
 func TestMiddlewareClientIPHeaderSpoofing(t *testing.T) {
-	f := newHTTP(t, ratelimit.HTTPConfig{Default: perMinute(1), TrustedProxies: proxies, ClientIPHeader: "X-Real-IP"})
+	f := newHTTP(t, sluicehttp.RateLimitConfig{Default: perMinute(1), TrustedProxies: proxies, ClientIPHeader: "X-Real-IP"})
 	spoof := func(ip string) req { return req{"/", "203.0.113.7:1", map[string]string{"X-Real-IP": ip}} }
 	wantCodes(t, "untrusted peer rotating X-Real-IP", f.codes(spoof("198.51.100.1"), spoof("198.51.100.2"), spoof("198.51.100.3")), 200, 429, 429)
 	via := func(proxy, ip string) req { return req{"/", proxy + ":1", map[string]string{"X-Real-IP": ip}} }
@@ -194,11 +195,11 @@ func TestMiddlewareClientIPHeaderSpoofing(t *testing.T) {
 
 func TestMiddlewarePrefixes(t *testing.T) {
 	at := func(ip string) req { return req{"/", ip, nil} }
-	f := newHTTP(t, ratelimit.HTTPConfig{Default: perMinute(1), IPv4Prefix: 24, IPv6Prefix: 48})
+	f := newHTTP(t, sluicehttp.RateLimitConfig{Default: perMinute(1), IPv4Prefix: 24, IPv6Prefix: 48})
 	wantCodes(t, "IPv4 /24", f.codes(at("203.0.113.7:1"), at("203.0.113.200:1"), at("203.0.114.7:1")), 200, 429, 200)
 	wantCodes(t, "IPv6 /48", f.codes(at("[2001:db8:1:2::1]:1"), at("[2001:db8:1:ffff::1]:1"), at("[2001:db8:2::1]:1")), 200, 429, 200)
 	// The defaults are unchanged: IPv4 /32, IPv6 /64.
-	f = newHTTP(t, ratelimit.HTTPConfig{Default: perMinute(1)})
+	f = newHTTP(t, sluicehttp.RateLimitConfig{Default: perMinute(1)})
 	wantCodes(t, "default IPv4", f.codes(at("203.0.113.7:1"), at("203.0.113.8:1")), 200, 200)
 	wantCodes(t, "default IPv6", f.codes(at("[2001:db8:1:2::1]:1"), at("[2001:db8:1:2::2]:1"), at("[2001:db8:1:3::1]:1")), 200, 429, 200)
 }
@@ -207,7 +208,7 @@ func TestMiddlewareExemptClients(t *testing.T) {
 	exempt := []netip.Prefix{netip.MustParsePrefix("192.0.2.0/24"), netip.MustParsePrefix("::ffff:198.18.0.0/111")}
 	for _, header := range []string{"", "X-Real-IP"} {
 		t.Run("header="+header, func(t *testing.T) {
-			f := newHTTP(t, ratelimit.HTTPConfig{Default: perMinute(1), TrustedProxies: proxies, ClientIPHeader: header, ExemptClients: exempt})
+			f := newHTTP(t, sluicehttp.RateLimitConfig{Default: perMinute(1), TrustedProxies: proxies, ClientIPHeader: header, ExemptClients: exempt})
 			direct := req{"/", "192.0.2.5:1", nil}
 			w := f.serve(direct)
 			wantCodes(t, "exempt client", append([]int{w.Code}, f.codes(direct, direct, req{"/", "198.18.0.1:1", nil}, req{"/", "198.18.0.1:1", nil})...), 200, 200, 200, 200, 200)
@@ -234,7 +235,7 @@ func TestMiddlewareExemptClients(t *testing.T) {
 
 func TestMiddlewareSkip(t *testing.T) {
 	var keyCalls int
-	f := newHTTP(t, ratelimit.HTTPConfig{
+	f := newHTTP(t, sluicehttp.RateLimitConfig{
 		Default: perMinute(1),
 		Skip:    func(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/internal/") },
 		Key:     func(*http.Request) (string, error) { keyCalls++; return "k", nil },
@@ -250,10 +251,10 @@ func TestMiddlewareSkip(t *testing.T) {
 }
 
 func TestMiddlewareOnDenied(t *testing.T) {
-	for _, style := range []ratelimit.HeaderStyle{ratelimit.HeadersDefault, ratelimit.HeadersNone} {
+	for _, style := range []sluicehttp.HeaderStyle{sluicehttp.HeadersDefault, sluicehttp.HeadersNone} {
 		var seen []http.Header
 		var decisions []ratelimit.Decision
-		f := newHTTP(t, ratelimit.HTTPConfig{
+		f := newHTTP(t, sluicehttp.RateLimitConfig{
 			Default: ratelimit.Rule{Window: 10 * time.Second, Max: 1},
 			Headers: style,
 			OnDenied: func(w http.ResponseWriter, r *http.Request, d ratelimit.Decision) {
@@ -274,7 +275,7 @@ func TestMiddlewareOnDenied(t *testing.T) {
 			t.Errorf("%v: decision %+v", style, d)
 		}
 		want := http.Header{"Ratelimit-Limit": {"1"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"7"}, "Retry-After": {"7"}, "X-Retry-After": {"7"}}
-		if style == ratelimit.HeadersNone {
+		if style == sluicehttp.HeadersNone {
 			want = http.Header{}
 		}
 		if !reflect.DeepEqual(seen[0], want) {
@@ -285,23 +286,23 @@ func TestMiddlewareOnDenied(t *testing.T) {
 
 func TestMiddlewareHeaderStyles(t *testing.T) {
 	cases := []struct {
-		style          ratelimit.HeaderStyle
+		style          sluicehttp.HeaderStyle
 		allowed, final http.Header
 	}{
-		{ratelimit.HeadersDefault,
+		{sluicehttp.HeadersDefault,
 			http.Header{"Ratelimit-Limit": {"2"}, "Ratelimit-Remaining": {"1"}, "Ratelimit-Reset": {"30"}},
 			http.Header{"Ratelimit-Limit": {"2"}, "Ratelimit-Remaining": {"0"}, "Ratelimit-Reset": {"28"}, "Retry-After": {"28"}, "X-Retry-After": {"28"}}},
-		{ratelimit.HeadersIETF,
+		{sluicehttp.HeadersIETF,
 			http.Header{"Ratelimit-Policy": {`"default";q=2;w=30`}, "Ratelimit": {`"default";r=1;t=30`}},
 			http.Header{"Ratelimit-Policy": {`"default";q=2;w=30`}, "Ratelimit": {`"default";r=0;t=28`}, "Retry-After": {"28"}}},
-		{ratelimit.HeadersLegacy,
+		{sluicehttp.HeadersLegacy,
 			http.Header{"X-Ratelimit-Limit": {"2"}, "X-Ratelimit-Remaining": {"1"}, "X-Ratelimit-Reset": {fmt.Sprint(t0.Unix() + 30)}},
 			http.Header{"X-Ratelimit-Limit": {"2"}, "X-Ratelimit-Remaining": {"0"}, "X-Ratelimit-Reset": {fmt.Sprint(t0.Unix() + 30)}, "Retry-After": {"28"}}},
-		{ratelimit.HeadersNone, http.Header{}, http.Header{}},
+		{sluicehttp.HeadersNone, http.Header{}, http.Header{}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.style.String(), func(t *testing.T) {
-			f := newHTTP(t, ratelimit.HTTPConfig{Default: ratelimit.Rule{Window: 30 * time.Second, Max: 2}, Headers: tc.style})
+			f := newHTTP(t, sluicehttp.RateLimitConfig{Default: ratelimit.Rule{Window: 30 * time.Second, Max: 2}, Headers: tc.style})
 			w := f.serve(req{"/", "203.0.113.7:1", nil})
 			if w.Code != 200 || !reflect.DeepEqual(w.Header(), tc.allowed) {
 				t.Errorf("allowed: %d %v, want 200 %v", w.Code, w.Header(), tc.allowed)
@@ -325,67 +326,67 @@ func TestMiddlewareHeaderStyles(t *testing.T) {
 func TestMiddlewareBadOptions(t *testing.T) {
 	l := newLimiter(t, ratelimit.Memory(10))
 	ok := perMinute(1)
-	base := func(edit func(*ratelimit.HTTPConfig)) ratelimit.HTTPConfig {
-		c := ratelimit.HTTPConfig{Limiter: l, Default: ok}
+	base := func(edit func(*sluicehttp.RateLimitConfig)) sluicehttp.RateLimitConfig {
+		c := sluicehttp.RateLimitConfig{Limiter: l, Default: ok}
 		edit(&c)
 		return c
 	}
 	cases := []struct {
 		name string
-		cfg  ratelimit.HTTPConfig
+		cfg  sluicehttp.RateLimitConfig
 		want string
 	}{
-		{"header without proxies", base(func(c *ratelimit.HTTPConfig) { c.ClientIPHeader = "X-Real-IP" }),
-			`HTTPConfig.ClientIPHeader "X-Real-IP" is set but TrustedProxies is empty`},
-		{"header not a name", base(func(c *ratelimit.HTTPConfig) { c.ClientIPHeader = "X Real IP"; c.TrustedProxies = proxies }),
-			`HTTPConfig.ClientIPHeader "X Real IP" is not a header name`},
-		{"X-Forwarded-For named", base(func(c *ratelimit.HTTPConfig) { c.ClientIPHeader = "x-forwarded-for"; c.TrustedProxies = proxies }),
-			`HTTPConfig.ClientIPHeader "x-forwarded-for": leave it empty`},
-		{"IPv4 prefix too long", base(func(c *ratelimit.HTTPConfig) { c.IPv4Prefix = 33 }), "HTTPConfig.IPv4Prefix 33 is not between 1 and 32"},
-		{"IPv4 prefix negative", base(func(c *ratelimit.HTTPConfig) { c.IPv4Prefix = -1 }), "HTTPConfig.IPv4Prefix -1 is not between 1 and 32"},
-		{"IPv6 prefix too long", base(func(c *ratelimit.HTTPConfig) { c.IPv6Prefix = 129 }), "HTTPConfig.IPv6Prefix 129 is not between 1 and 128"},
-		{"unknown style", base(func(c *ratelimit.HTTPConfig) { c.Headers = 9 }), "HTTPConfig.Headers HeaderStyle(9) is not one of"},
-		{"invalid exempt prefix", base(func(c *ratelimit.HTTPConfig) { c.ExemptClients = []netip.Prefix{proxies[0], {}} }),
-			"HTTPConfig.ExemptClients[1]: invalid prefix"},
-		{"exempt prefix spanning mapped space", base(func(c *ratelimit.HTTPConfig) {
+		{"header without proxies", base(func(c *sluicehttp.RateLimitConfig) { c.ClientIPHeader = "X-Real-IP" }),
+			`RateLimitConfig.ClientIPHeader "X-Real-IP" is set but TrustedProxies is empty`},
+		{"header not a name", base(func(c *sluicehttp.RateLimitConfig) { c.ClientIPHeader = "X Real IP"; c.TrustedProxies = proxies }),
+			`RateLimitConfig.ClientIPHeader "X Real IP" is not a header name`},
+		{"X-Forwarded-For named", base(func(c *sluicehttp.RateLimitConfig) { c.ClientIPHeader = "x-forwarded-for"; c.TrustedProxies = proxies }),
+			`RateLimitConfig.ClientIPHeader "x-forwarded-for": leave it empty`},
+		{"IPv4 prefix too long", base(func(c *sluicehttp.RateLimitConfig) { c.IPv4Prefix = 33 }), "RateLimitConfig.IPv4Prefix 33 is not between 1 and 32"},
+		{"IPv4 prefix negative", base(func(c *sluicehttp.RateLimitConfig) { c.IPv4Prefix = -1 }), "RateLimitConfig.IPv4Prefix -1 is not between 1 and 32"},
+		{"IPv6 prefix too long", base(func(c *sluicehttp.RateLimitConfig) { c.IPv6Prefix = 129 }), "RateLimitConfig.IPv6Prefix 129 is not between 1 and 128"},
+		{"unknown style", base(func(c *sluicehttp.RateLimitConfig) { c.Headers = 9 }), "RateLimitConfig.Headers HeaderStyle(9) is not one of"},
+		{"invalid exempt prefix", base(func(c *sluicehttp.RateLimitConfig) { c.ExemptClients = []netip.Prefix{proxies[0], {}} }),
+			"RateLimitConfig.ExemptClients[1]: invalid prefix"},
+		{"exempt prefix spanning mapped space", base(func(c *sluicehttp.RateLimitConfig) {
 			c.ExemptClients = []netip.Prefix{netip.MustParsePrefix("::ffff:0:0/95")}
-		}), "HTTPConfig.ExemptClients[0]: prefix ::ffff:0.0.0.0/95 spans IPv4-mapped addresses"},
+		}), "RateLimitConfig.ExemptClients[0]: prefix ::ffff:0.0.0.0/95 spans IPv4-mapped addresses"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mw, err := ratelimit.Middleware(tc.cfg)
-			if mw != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "Middleware: "+tc.want) {
-				t.Fatalf("Middleware = %v, %v; want nil and ErrInvalid saying %q", mw != nil, err, tc.want)
+			mw, err := sluicehttp.RateLimit(tc.cfg)
+			if mw != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "sluicehttp: invalid request: "+tc.want) {
+				t.Fatalf("RateLimit = %v, %v; want nil and ErrInvalid saying %q", mw != nil, err, tc.want)
 			}
 		})
 	}
 	// The limits of the ranges are accepted.
-	for _, c := range []ratelimit.HTTPConfig{
-		base(func(c *ratelimit.HTTPConfig) { c.IPv4Prefix, c.IPv6Prefix = 1, 1 }),
-		base(func(c *ratelimit.HTTPConfig) { c.IPv4Prefix, c.IPv6Prefix = 32, 128 }),
-		base(func(c *ratelimit.HTTPConfig) { c.ClientIPHeader, c.TrustedProxies = "True-Client-IP", proxies }),
+	for _, c := range []sluicehttp.RateLimitConfig{
+		base(func(c *sluicehttp.RateLimitConfig) { c.IPv4Prefix, c.IPv6Prefix = 1, 1 }),
+		base(func(c *sluicehttp.RateLimitConfig) { c.IPv4Prefix, c.IPv6Prefix = 32, 128 }),
+		base(func(c *sluicehttp.RateLimitConfig) { c.ClientIPHeader, c.TrustedProxies = "True-Client-IP", proxies }),
 	} {
-		if _, err := ratelimit.Middleware(c); err != nil {
-			t.Errorf("Middleware(%+v): %v", c, err)
+		if _, err := sluicehttp.RateLimit(c); err != nil {
+			t.Errorf("RateLimit(%+v): %v", c, err)
 		}
 	}
 }
 
 func TestParseRules(t *testing.T) {
-	got, err := ratelimit.ParseRules(map[string]string{"/sign-in/*": "3/10s", "/api/*": "100-M", "/health": "unlimited"})
+	got, err := sluicehttp.ParseRules(map[string]string{"/sign-in/*": "3/10s", "/api/*": "100-M", "/health": "unlimited"})
 	want := map[string]ratelimit.Rule{"/sign-in/*": {Window: 10 * time.Second, Max: 3}, "/api/*": perMinute(100), "/health": ratelimit.Unlimited}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseRules = %v, %v; want %v", got, err, want)
 	}
-	if got, err := ratelimit.ParseRules(nil); err != nil || got == nil || len(got) != 0 {
+	if got, err := sluicehttp.ParseRules(nil); err != nil || got == nil || len(got) != 0 {
 		t.Errorf("ParseRules(nil) = %v, %v; want an empty table", got, err)
 	}
-	_, err = ratelimit.ParseRules(map[string]string{"/b": "1-Q", "/a": "x", "/c": "5-M"})
-	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `ParseRules: ["/a"]: rule "x"`) || strings.Count(err.Error(), "ratelimit:") != 1 {
+	_, err = sluicehttp.ParseRules(map[string]string{"/b": "1-Q", "/a": "x", "/c": "5-M"})
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `ParseRules: ["/a"]: rule "x"`) || strings.Count(err.Error(), "invalid request") != 1 {
 		t.Errorf("bad rules: %v, want ErrInvalid naming \"/a\" (the first in order) once prefixed", err)
 	}
 	// The table feeds the middleware.
-	f := newHTTP(t, ratelimit.HTTPConfig{Default: ratelimit.Unlimited, Paths: got})
+	f := newHTTP(t, sluicehttp.RateLimitConfig{Default: ratelimit.Unlimited, Paths: got})
 	wantCodes(t, "parsed table", f.codes(req{"/sign-in/email", "203.0.113.7:1", nil}, req{"/sign-in/x", "203.0.113.7:1", nil},
 		req{"/sign-in/email", "203.0.113.7:1", nil}, req{"/sign-in/email", "203.0.113.7:1", nil}, req{"/sign-in/email", "203.0.113.7:1", nil}), 200, 200, 200, 200, 429)
 }

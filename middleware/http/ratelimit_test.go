@@ -1,7 +1,6 @@
-package ratelimit_test
+package sluicehttp_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -10,12 +9,11 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core"
-	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 )
 
 func TestClientKey(t *testing.T) {
@@ -40,10 +38,10 @@ func TestClientKey(t *testing.T) {
 		{"forwarded IPv6 grouped", "10.1.2.3:80", []string{"2001:db8:9:9::42"}, "2001:db8:9:9::/64"},
 		{"all hops trusted", "10.1.2.3:80", []string{"10.5.5.5, 10.6.6.6"}, "10.5.5.5"},
 		{"proxy with no header", "10.1.2.3:80", nil, "10.1.2.3"},
-		{"garbage hop", "10.1.2.3:80", []string{"1.1.1.1, not-an-ip"}, ratelimit.UnknownClient},
-		{"no remote address", "", nil, ratelimit.UnknownClient},
-		{"unix socket", "@", nil, ratelimit.UnknownClient},
-		{"unspecified", "0.0.0.0:1", nil, ratelimit.UnknownClient},
+		{"garbage hop", "10.1.2.3:80", []string{"1.1.1.1, not-an-ip"}, sluicehttp.UnknownClient},
+		{"no remote address", "", nil, sluicehttp.UnknownClient},
+		{"unix socket", "@", nil, sluicehttp.UnknownClient},
+		{"unspecified", "0.0.0.0:1", nil, sluicehttp.UnknownClient},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -52,7 +50,7 @@ func TestClientKey(t *testing.T) {
 			for _, h := range tc.xff {
 				r.Header.Add("X-Forwarded-For", h)
 			}
-			if got := ratelimit.ClientKey(r, trusted); got != tc.want {
+			if got := sluicehttp.ClientKey(r, trusted); got != tc.want {
 				t.Errorf("ClientKey = %q, want %q", got, tc.want)
 			}
 		})
@@ -66,14 +64,14 @@ type httpFixture struct {
 	served  int
 }
 
-func newHTTP(t *testing.T, cfg ratelimit.HTTPConfig, opts ...ratelimit.Option) *httpFixture {
+func newHTTP(t *testing.T, cfg sluicehttp.RateLimitConfig, opts ...ratelimit.Option) *httpFixture {
 	t.Helper()
 	f := &httpFixture{clock: newClock()}
 	f.limiter = newLimiter(t, ratelimit.Memory(1000), append([]ratelimit.Option{ratelimit.WithClock(f.clock.Now)}, opts...)...)
 	if cfg.Limiter == nil {
 		cfg.Limiter = f.limiter
 	}
-	mw, err := ratelimit.Middleware(cfg)
+	mw, err := sluicehttp.RateLimit(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +88,7 @@ func (f *httpFixture) do(target, remote string) *httptest.ResponseRecorder {
 }
 
 func TestMiddlewareHeadersAndDenial(t *testing.T) {
-	f := newHTTP(t, ratelimit.HTTPConfig{Default: ratelimit.Rule{Window: 10 * time.Second, Max: 2}})
+	f := newHTTP(t, sluicehttp.RateLimitConfig{Default: ratelimit.Rule{Window: 10 * time.Second, Max: 2}})
 	const ip = "203.0.113.7:1234"
 	check := func(w *httptest.ResponseRecorder, status int, headers map[string]string) {
 		t.Helper()
@@ -114,8 +112,8 @@ func TestMiddlewareHeadersAndDenial(t *testing.T) {
 	if got := strings.TrimSpace(w.Body.String()); got != want {
 		t.Errorf("body %s, want %s", got, want)
 	}
-	var body ratelimit.ErrorBody
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != ratelimit.CodeRateLimited || body.Status != 429 || body.RetryAfter != 7 {
+	var body sluicehttp.ErrorBody
+	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil || body.Code != sluicehttp.CodeRateLimited || body.Status != 429 || body.RetryAfter != 7 {
 		t.Errorf("body %q decodes to %+v (%v)", w.Body.String(), body, err)
 	}
 	if f.served != 2 {
@@ -138,7 +136,7 @@ func TestMiddlewareHeadersAndDenial(t *testing.T) {
 
 func TestMiddlewareRulePrecedence(t *testing.T) {
 	rule := func(max int64) ratelimit.Rule { return ratelimit.Rule{Window: time.Minute, Max: max} }
-	f := newHTTP(t, ratelimit.HTTPConfig{
+	f := newHTTP(t, sluicehttp.RateLimitConfig{
 		Default: rule(1),
 		Paths: map[string]ratelimit.Rule{
 			"/api/*":        rule(2),
@@ -201,7 +199,7 @@ func TestGlobMatch(t *testing.T) {
 		{"*.js", "/x/y.js", true}, {"/a*b*c", "/abbc", true}, {"/a*b*c", "/acb", false}, {"/a*a", "/a", false},
 	}
 	for _, tc := range cases {
-		if got := ratelimit.GlobMatch(tc.pattern, tc.s); got != tc.want {
+		if got := sluicehttp.GlobMatch(tc.pattern, tc.s); got != tc.want {
 			t.Errorf("globMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
 		}
 	}
@@ -212,31 +210,31 @@ func TestMiddlewareBadConfig(t *testing.T) {
 	ok := ratelimit.Rule{Window: time.Minute, Max: 1}
 	cases := []struct {
 		name string
-		cfg  ratelimit.HTTPConfig
+		cfg  sluicehttp.RateLimitConfig
 		want string
 	}{
-		{"no limiter", ratelimit.HTTPConfig{Default: ok}, "Middleware: HTTPConfig.Limiter is nil"},
-		{"zero limiter", ratelimit.HTTPConfig{Limiter: &ratelimit.Limiter{}, Default: ok},
-			"Middleware: HTTPConfig.Limiter: the Limiter is not initialised"},
-		{"no default", ratelimit.HTTPConfig{Limiter: l}, "Middleware: HTTPConfig.Default is not set"},
-		{"bad default", ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: time.Minute, Max: -2}},
-			"invalid request: Middleware: HTTPConfig.Default: rule max -2 must not be negative"},
-		{"bad path rule", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"/x": {Window: time.Millisecond / 2, Max: 1}}},
-			`Middleware: HTTPConfig.Paths["/x"]: rule window 500µs is not a whole number of milliseconds`},
-		{"relative path", ratelimit.HTTPConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"x": ok}},
-			`Middleware: HTTPConfig.Paths["x"]: a path must start with '/' or '*'`},
-		{"window past the longest", ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: 2 * time.Hour, Max: 1}},
-			"Middleware: HTTPConfig.Default: window 2h0m0s is longer than the limiter's longest window 1h0m0s"},
-		{"invalid trusted proxy", ratelimit.HTTPConfig{Limiter: l, Default: ok, TrustedProxies: []netip.Prefix{{}}},
-			"Middleware: HTTPConfig.TrustedProxies[0]: invalid prefix"},
+		{"no limiter", sluicehttp.RateLimitConfig{Default: ok}, "RateLimitConfig.Limiter is nil"},
+		{"zero limiter", sluicehttp.RateLimitConfig{Limiter: &ratelimit.Limiter{}, Default: ok},
+			"RateLimitConfig.Limiter: the Limiter is not initialised"},
+		{"no default", sluicehttp.RateLimitConfig{Limiter: l}, "RateLimitConfig.Default is not set"},
+		{"bad default", sluicehttp.RateLimitConfig{Limiter: l, Default: ratelimit.Rule{Window: time.Minute, Max: -2}},
+			"invalid request: RateLimitConfig.Default: rule max -2 must not be negative"},
+		{"bad path rule", sluicehttp.RateLimitConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"/x": {Window: time.Millisecond / 2, Max: 1}}},
+			`RateLimitConfig.Paths["/x"]: rule window 500µs is not a whole number of milliseconds`},
+		{"relative path", sluicehttp.RateLimitConfig{Limiter: l, Default: ok, Paths: map[string]ratelimit.Rule{"x": ok}},
+			`RateLimitConfig.Paths["x"]: a path must start with '/' or '*'`},
+		{"window past the longest", sluicehttp.RateLimitConfig{Limiter: l, Default: ratelimit.Rule{Window: 2 * time.Hour, Max: 1}},
+			"RateLimitConfig.Default: window 2h0m0s is longer than the limiter's longest window 1h0m0s"},
+		{"invalid trusted proxy", sluicehttp.RateLimitConfig{Limiter: l, Default: ok, TrustedProxies: []netip.Prefix{{}}},
+			"RateLimitConfig.TrustedProxies[0]: invalid prefix"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			mw, err := ratelimit.Middleware(tc.cfg)
+			mw, err := sluicehttp.RateLimit(tc.cfg)
 			if mw != nil || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Middleware = %v, %v; want nil and ErrInvalid saying %q", mw != nil, err, tc.want)
+				t.Fatalf("RateLimit = %v, %v; want nil and ErrInvalid saying %q", mw != nil, err, tc.want)
 			}
-			if strings.Count(err.Error(), "ratelimit:") != 1 {
+			if strings.Count(err.Error(), "invalid request") != 1 {
 				t.Errorf("err = %v: the prefix repeats", err)
 			}
 		})
@@ -252,7 +250,7 @@ func TestMiddlewareStorageFailure(t *testing.T) {
 		}
 		l := newLimiter(t, ratelimit.Database(db), opts...)
 		var reported error
-		f := newHTTP(t, ratelimit.HTTPConfig{Limiter: l, Default: rule3, OnError: func(_ *http.Request, err error) { reported = err }})
+		f := newHTTP(t, sluicehttp.RateLimitConfig{Limiter: l, Default: rule3, OnError: func(_ *http.Request, err error) { reported = err }})
 		w := f.do("/", "203.0.113.7:1")
 		want := http.StatusServiceUnavailable
 		if open {
@@ -269,46 +267,5 @@ func TestMiddlewareStorageFailure(t *testing.T) {
 		if w.Header().Get("RateLimit-Limit") != "" {
 			t.Errorf("fail open %v: rate-limit headers without a decision", open)
 		}
-	}
-}
-
-var errBroken = errors.New("database down")
-
-// broken is an adapter whose every call fails.
-type broken struct{ *memory.Memory }
-
-func (broken) IncrementOne(context.Context, *driver.Table, []driver.Where, []driver.Delta, []driver.Assignment) (driver.Record, error) {
-	return nil, errBroken
-}
-
-func TestLongKeysFitTheKeyColumn(t *testing.T) {
-	short := "203.0.113.7|/login"
-	if got := ratelimit.SafeKey(short); got != short {
-		t.Errorf("short key changed: %q", got)
-	}
-	long1 := "203.0.113.7|/" + strings.Repeat("é", 200) + "a"
-	long2 := "203.0.113.7|/" + strings.Repeat("é", 200) + "b"
-	k1, k2 := ratelimit.SafeKey(long1), ratelimit.SafeKey(long2)
-	if len(k1) > ratelimit.MaxKeyLength || k1 == k2 || k1 != ratelimit.SafeKey(long1) {
-		t.Errorf("long keys: %d bytes, distinct %v, stable %v", len(k1), k1 != k2, k1 == ratelimit.SafeKey(long1))
-	}
-	if !strings.HasPrefix(k1, "203.0.113.7|/é") || !utf8.ValidString(k1) {
-		t.Errorf("shortened key %q", k1)
-	}
-	// Through the middleware and a database, a long path is limited like any other.
-	db, _ := core.New(memory.New())
-	l := newLimiter(t, ratelimit.Database(db))
-	f := newHTTP(t, ratelimit.HTTPConfig{Limiter: l, Default: ratelimit.Rule{Window: time.Minute, Max: 1}})
-	path := "/" + strings.Repeat("x", 1000)
-	if w := f.do(path, "203.0.113.7:1"); w.Code != 200 {
-		t.Fatalf("first request to a long path: %d %s", w.Code, w.Body)
-	}
-	if w := f.do(path, "203.0.113.7:1"); w.Code != 429 {
-		t.Fatalf("second request to a long path: %d", w.Code)
-	}
-	// The database storage itself refuses what the column cannot hold.
-	_, err := l.Consume(context.Background(), strings.Repeat("k", 256), rule3)
-	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "longer than the 255") {
-		t.Errorf("256-character key: %v, want ErrInvalid", err)
 	}
 }

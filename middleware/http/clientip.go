@@ -1,4 +1,4 @@
-package ratelimit
+package sluicehttp
 
 import (
 	"fmt"
@@ -35,10 +35,10 @@ func ClientKey(r *http.Request, trusted []netip.Prefix) string {
 // ClientKey returns the client part of r's key as the middleware built
 // from c computes it: [ClientKey] with c.TrustedProxies, except that the
 // address comes from c.ClientIPHeader when one is named, and clients are
-// grouped by c.IPv4Prefix and c.IPv6Prefix. A [HTTPConfig.Key] function
-// can call it to combine the client's address with something else, such
-// as r.Pattern. It does not validate c; [Middleware] does.
-func (c HTTPConfig) ClientKey(r *http.Request) string {
+// grouped by c.IPv4Prefix and c.IPv6Prefix. A [RateLimitConfig].Key
+// function can call it to combine the client's address with something
+// else, such as r.Pattern. It does not validate c; [RateLimit] does.
+func (c RateLimitConfig) ClientKey(r *http.Request) string {
 	a, ok := clientAddr(r, c.TrustedProxies, c.ClientIPHeader)
 	if !ok {
 		return UnknownClient

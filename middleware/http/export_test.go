@@ -1,0 +1,4 @@
+package sluicehttp
+
+// GlobMatch exposes the path pattern matcher.
+var GlobMatch = globMatch
