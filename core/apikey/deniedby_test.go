@@ -5,24 +5,13 @@ import (
 	"fmt"
 	"testing"
 	"time"
-
-	"github.com/sluice-go/sluice/core/memory"
 )
 
 // TestDeniedBy: a denial says which limit denied it: the key's rate limit
 // (the default one, 10 per 24 hours, for a key created without one), its
 // quota, its named limit, or its owner's; other answers name none. In
 // database, cached and storage-only mode alike.
-func TestDeniedBy(t *testing.T) {
-	sm, _, sc := newStoreEnv(t)
-	for name, e := range map[string]*env{
-		"database":     newEnv(t),
-		"cached":       newEnv(t, WithCache(memory.NewStorage(), time.Hour)),
-		"storage-only": {m: sm, clock: sc},
-	} {
-		t.Run(name, func(t *testing.T) { testDeniedBy(t, e) })
-	}
-}
+func TestDeniedBy(t *testing.T) { inEachMode(t, testDeniedBy) }
 
 func testDeniedBy(t *testing.T, e *env) {
 	ctx := context.Background()

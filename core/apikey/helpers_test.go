@@ -46,6 +46,19 @@ func newEnvOn(t testing.TB, mem *memory.Memory, a driver.Adapter, opts ...Option
 	return &env{m: m, db: db, mem: mem, clock: c}
 }
 
+// inEachMode runs test on a fresh manager in database, cached and
+// storage-only mode.
+func inEachMode(t *testing.T, test func(t *testing.T, e *env)) {
+	sm, _, sc := newStoreEnv(t)
+	for name, e := range map[string]*env{
+		"database":     newEnv(t),
+		"cached":       newEnv(t, WithCache(memory.NewStorage(), time.Hour)),
+		"storage-only": {m: sm, clock: sc},
+	} {
+		t.Run(name, func(t *testing.T) { test(t, e) })
+	}
+}
+
 func (e *env) create(t testing.TB, p CreateParams) (string, *Key) {
 	t.Helper()
 	if p.ReferenceID == "" {

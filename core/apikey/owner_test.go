@@ -15,12 +15,9 @@ import (
 
 // TestOwnerLimits: the keys of one owner share the owner's named limits,
 // spent together with each key's own budget: a denial on either side
-// spends nothing on the other; in database and storage-only mode alike.
+// spends nothing on the other; in every mode alike.
 func TestOwnerLimits(t *testing.T) {
-	sm, _, sc := newStoreEnv(t)
-	for name, e := range map[string]*env{"database": newEnv(t), "storage-only": {m: sm, clock: sc}} {
-		t.Run(name, func(t *testing.T) { testOwnerLimits(t, e) })
-	}
+	inEachMode(t, testOwnerLimits)
 	ctx := context.Background()
 	s := memory.NewStorage()
 	m, err := NewStorageOnly(claimerOnly{s, s})
