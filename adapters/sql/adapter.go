@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,14 +45,11 @@ type engine struct {
 	// busyWait: how long the engine waits for a busy database itself (see
 	// probeSQLite); 0 when the connection's own busy timeout does.
 	busyWait time.Duration
+	steer    steer // a test's steering of incrementOptimistic (mysql_optimistic.go)
 
 	stmts   atomic.Pointer[map[string]string] // shape → statement text
 	stmtsMu sync.Mutex                        // serialises additions to stmts
 }
-
-// maxCachedStatements bounds the statement cache: shapes are few in
-// practice, but IN lists of every length would each make one.
-const maxCachedStatements = 4096
 
 // Features are what the engine learned about the server when it opened.
 type Features struct {
@@ -88,7 +84,7 @@ func New(ctx context.Context, exec Executor, opts Options) (*Adapter, error) {
 	case Dollar:
 		e.dollar = true
 	case DefaultPlaceholder:
-		e.dollar = opts.Dialect == Postgres
+		e.dollar = opts.Dialect.traits().dollar
 	}
 	_, begins := exec.(Beginner)
 	a := &Adapter{e: e, x: exec, inTx: !begins, root: true}
@@ -139,60 +135,6 @@ func (a *Adapter) Unwrap() any {
 // newBuilder starts a statement, not cached, in the engine's placeholder style.
 func (a *Adapter) newBuilder() *builder {
 	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar}
-}
-
-// stmt renders a statement through render, reusing the cached text of its
-// shape when there is one: only the arguments are laid out again.
-func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, render func(b *builder)) (string, []any) {
-	var buf [512]byte
-	key := appendShape(buf[:0], t, kind, where, inc, set)
-	b := builders.Get().(*builder)
-	*b = builder{d: a.e.features.Dialect, dollar: a.e.dollar,
-		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}
-	defer builders.Put(b) // the text and the arguments are the caller's; the builder holds neither after
-	if m := a.e.stmts.Load(); m != nil {
-		if q, ok := (*m)[string(key)]; ok { // no allocation: the compiler looks up without copying key
-			b.argsOnly = true
-			render(b)
-			args := b.args
-			b.args = nil
-			return q, args
-		}
-	}
-	render(b)
-	q, args := b.sb.String(), b.args
-	b.sb, b.args = strings.Builder{}, nil
-	a.e.remember(string(key), q)
-	return q, args
-}
-
-var builders = sync.Pool{New: func() any { return new(builder) }}
-
-// remember caches a statement's text. The cache is a map replaced whole
-// on each addition (copy on write): additions are few and bounded, and
-// lookups on the hot path take no lock.
-func (e *engine) remember(key, q string) {
-	e.stmtsMu.Lock()
-	defer e.stmtsMu.Unlock()
-	old := e.stmts.Load()
-	if old != nil {
-		if _, ok := (*old)[key]; ok || len(*old) >= maxCachedStatements {
-			return
-		}
-	}
-	next := make(map[string]string, 1+len(ptrMap(old)))
-	for k, v := range ptrMap(old) {
-		next[k] = v
-	}
-	next[key] = q
-	e.stmts.Store(&next)
-}
-
-func ptrMap(m *map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	return *m
 }
 
 // Transaction runs fn in a transaction. At the top level the engine begins

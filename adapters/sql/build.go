@@ -57,6 +57,22 @@ func (b *builder) columns(t *driver.Table) {
 	}
 }
 
+// selectFirst writes "SELECT <columns> FROM t WHERE … ORDER BY pk LIMIT
+// 1", locking the row it reads when forUpdate.
+func (b *builder) selectFirst(t *driver.Table, where []driver.Where, forUpdate bool) {
+	b.write("SELECT ")
+	b.columns(t)
+	b.write(" FROM ")
+	b.ident(t.Name)
+	b.where(where)
+	b.write(" ORDER BY ")
+	b.ident(t.PrimaryKey().Name)
+	b.write(" LIMIT 1")
+	if forUpdate {
+		b.write(" FOR UPDATE")
+	}
+}
+
 // where writes " WHERE c1 AND c2 …", or nothing for no clauses.
 func (b *builder) where(ws []driver.Where) {
 	for i, w := range ws {
@@ -130,7 +146,7 @@ func (b *builder) assignments(inc []driver.Delta, set []driver.Assignment) {
 		sep()
 		b.ident(d.Column)
 		b.write(" = ")
-		if b.d == SQLite && d.By != 0 {
+		if b.d.traits().overflowToReal && d.By != 0 {
 			b.write("CASE WHEN ")
 			b.ident(d.Column)
 			if d.By > 0 {

@@ -70,7 +70,7 @@ func (a *Adapter) CreateTables(ctx context.Context, tables []*driver.Table) erro
 // createMissing makes one pass: it looks which tables are missing and
 // creates them.
 func (a *Adapter) createMissing(ctx context.Context, tables []*driver.Table) error {
-	if a.e.features.Dialect == MySQL {
+	if a.e.features.Dialect.traits().ddlCommits {
 		return a.createMySQL(ctx, tables)
 	}
 	return a.inTransaction(ctx, func(tx *Adapter) error {
@@ -136,20 +136,7 @@ func (a *Adapter) createTable(ctx context.Context, tables []*driver.Table, t *dr
 // unqualified statements will find it: on PostgreSQL anywhere on the
 // search_path, on MySQL in the current database.
 func (a *Adapter) tableExists(ctx context.Context, t *driver.Table) (bool, error) {
-	b := a.newBuilder()
-	switch a.e.features.Dialect {
-	case Postgres:
-		b.write(`SELECT CASE WHEN to_regclass(`)
-		b.arg(b.d.quote(t.Name))
-		b.write(`) IS NULL THEN 0 ELSE 1 END`)
-	case MySQL:
-		b.write(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
-		b.arg(t.Name)
-	default:
-		b.write(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = `)
-		b.arg(t.Name)
-		b.write(` COLLATE NOCASE`) // as SQLite resolves names
-	}
+	b := a.catalogQuery(a.e.features.Dialect.traits().catalog.tableExists, t)
 	n, err := a.scalar(ctx, b.sb.String(), b.args)
 	if err != nil {
 		return false, fmt.Errorf("%s: looking for table %q: %w", a.e.name(), t.Name, a.e.mapErr(err))

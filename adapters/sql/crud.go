@@ -8,16 +8,6 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// Statement kinds, for the statement cache.
-const (
-	kindCreate byte = iota + 1
-	kindFindOne
-	kindUpdateOne
-	kindLockFirst
-	kindUpdateByPK
-	kindFindByPK
-)
-
 // Create inserts one row and returns it as stored. PostgreSQL and SQLite
 // use INSERT … ON CONFLICT DO NOTHING RETURNING, so a taken unique key does
 // not abort a surrounding PostgreSQL transaction; no row back is a
@@ -49,17 +39,13 @@ func (a *Adapter) Create(ctx context.Context, t *driver.Table, values []driver.A
 				}
 			}
 			b.write(")")
-		case f.Dialect == MySQL:
-			b.write(" () VALUES ()")
 		default:
-			b.write(" DEFAULT VALUES")
+			b.write(f.Dialect.traits().noColumns)
 		}
 		if !returning {
 			return
 		}
-		if f.Dialect != MySQL {
-			b.write(" ON CONFLICT DO NOTHING")
-		}
+		b.write(f.Dialect.traits().onConflict)
 		b.write(" RETURNING ")
 		b.columns(t)
 	}
@@ -119,16 +105,7 @@ func (a *Adapter) findByPK(ctx context.Context, t *driver.Table, id any) (driver
 
 // FindOne returns the first matching row in primary-key order, or nil.
 func (a *Adapter) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
-	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
-		b.write("SELECT ")
-		b.columns(t)
-		b.write(" FROM ")
-		b.ident(t.Name)
-		b.where(where)
-		b.write(" ORDER BY ")
-		b.ident(t.PrimaryKey().Name)
-		b.write(" LIMIT 1")
-	})
+	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) { b.selectFirst(t, where, false) })
 	return retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, args) })
 }
 
@@ -165,7 +142,7 @@ func (a *Adapter) FindMany(ctx context.Context, t *driver.Table, where []driver.
 	case opts.Limit > 0:
 		b.write(" LIMIT ")
 		b.arg(int64(opts.Limit))
-	case opts.Offset > 0 && a.e.features.Dialect != Postgres:
+	case opts.Offset > 0 && a.e.features.Dialect.traits().offsetNeedsLimit:
 		b.write(" LIMIT ") // MySQL and SQLite accept OFFSET only after LIMIT
 		b.arg(int64(maxInt64))
 	}
@@ -203,7 +180,7 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *driver.Table, where []drive
 	b.assignments(nil, set)
 	b.where(where)
 	update, uargs := b.sb.String(), b.args
-	if a.e.features.Dialect != MySQL {
+	if !a.e.features.Dialect.traits().countsChanged {
 		var n int64
 		err := a.retry(ctx, func() error {
 			return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {
@@ -244,7 +221,7 @@ func (b *builder) firstMatch(t *driver.Table, where []driver.Where) {
 	b.write(" ORDER BY ")
 	b.ident(pk)
 	b.write(" LIMIT 1")
-	if b.d == Postgres {
+	if b.d.traits().lockFirstMatch {
 		b.write(" FOR UPDATE")
 	}
 	b.write(")")
@@ -256,7 +233,7 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 	b.write("DELETE FROM ")
 	b.ident(t.Name)
 	switch {
-	case a.e.features.Dialect == MySQL:
+	case a.e.features.Dialect.traits().deleteLimit:
 		// MySQL has DELETE … ORDER BY … LIMIT, and refuses a subquery on
 		// the table being deleted from (error 1093).
 		b.where(where)
@@ -281,7 +258,7 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 // outside a transaction the rows are found first and deleted by primary
 // key (see deleteManyByKey), so that a large prune locks no row it keeps.
 func (a *Adapter) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
-	if a.e.features.Dialect == MySQL && !a.inTx {
+	if a.e.features.Dialect.traits().locksScanned && !a.inTx {
 		return a.deleteManyByKey(ctx, t, where)
 	}
 	b := a.newBuilder()

@@ -1,6 +1,11 @@
 package sluicesql
 
-import "strings"
+import (
+	"strings"
+	"time"
+
+	"github.com/sluice-go/sluice/core/driver"
+)
 
 // Dialect names a SQL database family. The engine learns the server's
 // version and features when it opens (see [Adapter.Features]).
@@ -30,12 +35,94 @@ func (d Dialect) valid() bool { return d >= Postgres && d <= SQLite }
 // digits and underscores, so there is nothing to escape; doubling the quote
 // character keeps even a foreign name harmless.
 func (d Dialect) quote(name string) string {
-	q := `"`
-	if d == MySQL {
-		q = "`"
-	}
+	q := d.traits().quote
 	return q + strings.ReplaceAll(name, q, q+q) + q
 }
+
+// traits are how the dialects differ where the server need not be asked,
+// declared once here and read where they matter: the engine does not test
+// a dialect by its name outside the probe, which turns the server's
+// answers into [Features], and the error classes below.
+type traits struct {
+	quote        string // the identifier quote
+	dollar       bool   // its placeholders are $1, $2, …
+	versionQuery string // the probe's question, which the other dialects fail
+	// timeValue is how a UTC time is bound: PostgreSQL takes the time;
+	// MySQL gets UTC wall-clock text, which the driver's loc cannot shift;
+	// SQLite has no time type and keeps core's fixed-width text, whose
+	// order is time order.
+	timeValue func(time.Time) any
+
+	updateReturning  bool   // UPDATE … RETURNING (on MySQL IncrementOne reads, then writes)
+	onConflict       string // Create's way to answer no row for a taken key rather than abort a transaction
+	noColumns        string // an INSERT of no column
+	lockFirstMatch   bool   // the subquery choosing the first match locks it: PostgreSQL re-checks the guard on the locked row
+	overflowToReal   bool   // an integer sum past int64 is stored as a REAL (SQLite): deltas are guarded in the statement
+	deleteLimit      bool   // DELETE … ORDER BY … LIMIT, and no subquery on the table deleted from (MySQL's error 1093)
+	offsetNeedsLimit bool   // OFFSET only after a LIMIT
+
+	errorAbortsTx bool // an error aborts the whole transaction (PostgreSQL): a write that may conflict runs in a savepoint
+	ddlCommits    bool // DDL commits the transaction at once (MySQL): CreateTables runs one CREATE per table, outside transactions
+	countsChanged bool // an UPDATE counts changed rows, not matched ones, unless the DSN sets clientFoundRows (MySQL)
+	locksScanned  bool // a DELETE locks every row it scans, kept or not (MySQL's next-key locks): prunes go by primary key
+	foldsNames    bool // column names compare case-insensitively (MySQL, SQLite)
+	padsKeys      bool // a key's collation may ignore trailing spaces (MySQL): CheckSchema checks it
+	oneWriter     bool // one writer at a time for the whole database (SQLite): NewDB's transactions take the lock at BEGIN
+
+	catalog catalogQueries
+}
+
+// catalogQueries are a dialect's questions about a table, each a statement
+// around one argument: the table's name (quoted when regclass, for
+// PostgreSQL's to_regclass, which finds it on the search_path).
+type catalogQueries struct {
+	tableExists, columns, uniques catalogQuery // a count; the columns' names; one name per single-column unique index
+	regclass                      bool
+}
+
+type catalogQuery struct{ pre, post string }
+
+var dialects = [...]traits{
+	Postgres: {
+		quote: `"`, dollar: true, versionQuery: "SELECT current_setting('server_version')",
+		timeValue:       func(t time.Time) any { return t.UTC() },
+		updateReturning: true, onConflict: " ON CONFLICT DO NOTHING", noColumns: " DEFAULT VALUES",
+		lockFirstMatch: true, errorAbortsTx: true,
+		catalog: catalogQueries{regclass: true,
+			tableExists: catalogQuery{`SELECT CASE WHEN to_regclass(`, `) IS NULL THEN 0 ELSE 1 END`},
+			columns:     catalogQuery{`SELECT attname AS col FROM pg_attribute WHERE attrelid = to_regclass(`, `) AND attnum > 0 AND NOT attisdropped`},
+			uniques: catalogQuery{`SELECT a.attname AS col FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] WHERE i.indrelid = to_regclass(`,
+				`) AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL`},
+		},
+	},
+	MySQL: {
+		quote: "`", versionQuery: "SELECT VERSION()",
+		timeValue: func(t time.Time) any { return t.UTC().Format(mysqlTimeLayout) },
+		noColumns: " () VALUES ()", deleteLimit: true, offsetNeedsLimit: true,
+		ddlCommits: true, countsChanged: true, locksScanned: true, foldsNames: true, padsKeys: true,
+		catalog: catalogQueries{
+			tableExists: catalogQuery{`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `, ``},
+			columns:     catalogQuery{`SELECT COLUMN_NAME AS col FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `, ``},
+			uniques: catalogQuery{`SELECT MIN(COLUMN_NAME) AS col FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `,
+				` AND NON_UNIQUE = 0 AND SUB_PART IS NULL GROUP BY INDEX_NAME HAVING COUNT(*) = 1`},
+		},
+	},
+	SQLite: {
+		quote: `"`, versionQuery: "SELECT sqlite_version()",
+		timeValue:       func(t time.Time) any { return driver.FormatTime(t) },
+		updateReturning: true, onConflict: " ON CONFLICT DO NOTHING", noColumns: " DEFAULT VALUES",
+		overflowToReal: true, offsetNeedsLimit: true, foldsNames: true, oneWriter: true,
+		catalog: catalogQueries{
+			tableExists: catalogQuery{`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = `, ` COLLATE NOCASE`}, // as SQLite resolves names
+			columns:     catalogQuery{`SELECT name AS col FROM pragma_table_info(`, `)`},
+			uniques: catalogQuery{`SELECT MIN(ii.name) AS col FROM pragma_index_list(`,
+				`) il, pragma_index_info(il.name) ii WHERE il."unique" = 1 AND il.partial = 0 GROUP BY il.name HAVING COUNT(*) = 1`},
+		},
+	},
+}
+
+// traits returns d's traits; d is valid.
+func (d Dialect) traits() *traits { return &dialects[d] }
 
 // The error classes of SQL errors, by dialect (see errors.go). Codes are
 // SQLSTATEs on PostgreSQL, error numbers on MySQL, primary result codes on
@@ -48,6 +135,18 @@ type codeClasses struct {
 	// the same table or index (see lostRace).
 	createRace     []string
 	createRaceText string
+	// messages class an error by its text first: the dialect's own
+	// messages, the same whatever the driver, where a code is missing or
+	// shared with another class.
+	messages []classText
+	// primaryCodes: codes are compared by their low byte (SQLite's primary
+	// result code), except the conflict codes, which are extended.
+	primaryCodes bool
+}
+
+type classText struct {
+	text  string
+	class class
 }
 
 var classes = [...]codeClasses{
@@ -85,5 +184,11 @@ var classes = [...]codeClasses{
 		auth:           []string{"23"},           // SQLITE_AUTH
 		foreign:        []string{"26"},           // SQLITE_NOTADB: the file is not an SQLite database
 		createRaceText: "already exists",
+		messages: []classText{
+			{"UNIQUE constraint failed", conflict}, {"PRIMARY KEY constraint failed", conflict},
+			{"integer overflow", invalidIn}, // from the overflow guard in assignments
+			{"database is locked", retryable}, {"database table is locked", retryable},
+		},
+		primaryCodes: true,
 	},
 }

@@ -70,19 +70,15 @@ func (e *engine) classify(err error) class {
 	}
 	msg := err.Error()
 	c, fam, ok := e.code(err)
-	if fam == SQLite {
-		// SQLite's messages are the same whatever the driver, and some
-		// drivers give no code.
-		switch {
-		case slices.Contains(classes[SQLite].conflict, c), strings.Contains(msg, "UNIQUE constraint failed"), strings.Contains(msg, "PRIMARY KEY constraint failed"):
-			return conflict
-		case strings.Contains(msg, "integer overflow"): // from the overflow guard in assignments
-			return invalidIn
-		case strings.Contains(msg, "database is locked"), strings.Contains(msg, "database table is locked"):
-			return retryable
+	cl := classes[fam]
+	for _, m := range cl.messages {
+		if strings.Contains(msg, m.text) {
+			return m.class
 		}
+	}
+	if cl.primaryCodes && !slices.Contains(cl.conflict, c) {
 		if n, err := strconv.Atoi(c); err == nil {
-			c = strconv.Itoa(n & 0xff) // primary result code: SQLITE_BUSY_SNAPSHOT is a BUSY
+			c = strconv.Itoa(n & 0xff) // the primary result code: SQLITE_BUSY_SNAPSHOT is a BUSY
 		}
 	}
 	if !ok {
@@ -91,7 +87,6 @@ func (e *engine) classify(err error) class {
 		}
 		return other
 	}
-	cl := classes[fam]
 	switch {
 	case slices.Contains(cl.conflict, c):
 		return conflict

@@ -36,7 +36,7 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *driver.Table, where []dri
 	if len(inc) == 0 && len(set) == 0 {
 		return nil, fmt.Errorf("%w: IncrementOne on %s: nothing to increment or set", core.ErrInvalid, t.Name)
 	}
-	if a.e.features.Dialect == MySQL {
+	if !a.e.features.UpdateReturning {
 		if !a.inTx {
 			rec, done, err := a.incrementOptimistic(ctx, t, where, inc, set)
 			if done || err != nil {
@@ -88,7 +88,7 @@ func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byt
 // then core.ErrConflict and the transaction stays usable, as it does on
 // MySQL and SQLite.
 func (a *Adapter) conflictSafe(ctx context.Context, t *driver.Table, set []driver.Assignment, write func(x *Adapter) error) error {
-	if !a.inTx || a.e.features.Dialect != Postgres || !setsUnique(t, set) {
+	if !a.inTx || !a.e.features.Dialect.traits().errorAbortsTx || !setsUnique(t, set) {
 		return write(a)
 	}
 	return a.savepoint(ctx, write)
@@ -112,16 +112,7 @@ func setsUnique(t *driver.Table, set []driver.Assignment) bool {
 // before the UPDATE.
 func (a *Adapter) incrementLocked(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	pk := t.PrimaryKey().Name
-	lock, largs := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) {
-		b.write("SELECT ")
-		b.columns(t)
-		b.write(" FROM ")
-		b.ident(t.Name)
-		b.where(where)
-		b.write(" ORDER BY ")
-		b.ident(pk)
-		b.write(" LIMIT 1 FOR UPDATE")
-	})
+	lock, largs := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) { b.selectFirst(t, where, true) })
 	lock, largs, err := a.inlined(lock, largs)
 	if err != nil {
 		return nil, err

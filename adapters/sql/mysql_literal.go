@@ -40,7 +40,7 @@ const (
 // inlines reports whether the engine writes values into the statement
 // text on this adapter's executor.
 func (a *Adapter) inlines() bool {
-	return a.e.features.Dialect == MySQL && !a.e.dollar && a.e.mysql.Load()&mysqlInline != 0
+	return !a.e.dollar && a.e.mysql.Load()&mysqlInline != 0 // set by probeMySQL alone
 }
 
 // inlined returns q with args written into it when the engine inlines,

@@ -9,19 +9,18 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// kindUpdateGuarded is the statement kind of the optimistic write of
-// IncrementOne on MySQL, for the statement cache (after kindUpdateValue).
-const kindUpdateGuarded byte = 65
-
-// testHookOptimistic, when a test sets it, runs between the optimistic
-// read and the guarded write of incrementOptimistic: a test injects a
-// concurrent change there. It is nil outside tests.
-var testHookOptimistic func(ctx context.Context)
-
-// testGuardsOff, when a test sets it, drops the columns from the guard,
-// which then holds the primary key and where alone: the read-then-write
-// increment that the race test must catch. It is false outside tests.
-var testGuardsOff bool
+// steer is how a test steers incrementOptimistic, through the engine of
+// an adapter it made; the zero value, every adapter's outside tests,
+// steers nothing.
+type steer struct {
+	// afterRead runs between the optimistic read and the guarded write: a
+	// test injects a concurrent change there.
+	afterRead func(ctx context.Context)
+	// noGuards drops the columns from the guard, which then holds the
+	// primary key and where alone: the read-then-write increment that the
+	// race test must catch.
+	noGuards bool
+}
 
 // guardSeparator ends the caller's clauses and starts the guard in the
 // shape of a guarded write: its field is no identifier, so no clause of
@@ -58,16 +57,7 @@ type guard struct {
 // (a float), before anything is written.
 func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (rec driver.Record, done bool, err error) {
 	pk := t.PrimaryKey().Name
-	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) {
-		b.write("SELECT ")
-		b.columns(t)
-		b.write(" FROM ")
-		b.ident(t.Name)
-		b.where(where)
-		b.write(" ORDER BY ")
-		b.ident(pk)
-		b.write(" LIMIT 1")
-	})
+	q, args := a.stmt(t, kindFindOne, where, nil, nil, func(b *builder) { b.selectFirst(t, where, false) })
 	q, args, err = a.inlined(q, args)
 	if err != nil {
 		return nil, true, err
@@ -85,15 +75,29 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, wher
 	if !ok {
 		return nil, false, nil
 	}
-	if testGuardsOff {
+	if a.e.steer.noGuards {
 		guards = guards[:0]
 	}
 	if err := applyWrite(row, inc, set); err != nil {
 		return nil, true, err
 	}
-	if hook := testHookOptimistic; hook != nil {
+	if hook := a.e.steer.afterRead; hook != nil {
 		hook(ctx)
 	}
+	n, err := a.guardedUpdate(ctx, t, id, where, guards, inc, set)
+	switch {
+	case err != nil:
+		return nil, true, err
+	case n != 1:
+		return nil, false, nil
+	}
+	return row, true, nil
+}
+
+// guardedUpdate runs the optimistic write of incrementOptimistic and
+// returns the rows it affected.
+func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, where []driver.Where, guards []guard, inc []driver.Delta, set []driver.Assignment) (int64, error) {
+	pk := t.PrimaryKey().Name
 	var sbuf [24]driver.Where
 	shape := append(sbuf[:0], driver.Where{Column: pk, Op: driver.OpEq, Value: id})
 	shape = append(shape, where...)
@@ -119,38 +123,32 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, wher
 		}
 		for _, g := range guards {
 			b.write(" AND ")
-			switch {
-			case g.value == nil:
-				b.ident(g.col)
-				b.write(" IS NULL")
-			case g.bytes:
-				b.write("CAST(")
-				b.ident(g.col)
-				b.write(" AS BINARY) = ")
-				b.arg(g.value)
-			default:
-				b.ident(g.col)
-				b.write(" = ")
-				b.arg(g.value)
-			}
+			b.guard(g)
 		}
 	})
-	uq, uargs, err = a.inlined(uq, uargs)
+	uq, uargs, err := a.inlined(uq, uargs)
 	if err != nil {
-		return nil, true, err
+		return 0, err
 	}
-	var n int64
-	err = a.retry(ctx, func() (err error) {
-		n, err = a.exec(ctx, uq, uargs)
-		return err
-	})
+	return retried(a, ctx, func() (int64, error) { return a.exec(ctx, uq, uargs) })
+}
+
+// guard writes one column's guard: NULL-safe, and byte-exact for text.
+func (b *builder) guard(g guard) {
 	switch {
-	case err != nil:
-		return nil, true, err
-	case n != 1:
-		return nil, false, nil
+	case g.value == nil:
+		b.ident(g.col)
+		b.write(" IS NULL")
+	case g.bytes:
+		b.write("CAST(")
+		b.ident(g.col)
+		b.write(" AS BINARY) = ")
+		b.arg(g.value)
+	default:
+		b.ident(g.col)
+		b.write(" = ")
+		b.arg(g.value)
 	}
-	return row, true, nil
 }
 
 // mysqlGuardTime is how a time read is compared: its wall clock as read,

@@ -26,11 +26,18 @@ func txStatus(t *testing.T, tx *sql.Tx, status string) int64 {
 	return n
 }
 
-// setHook installs testHookOptimistic for the rest of the test.
-func setHook(t *testing.T, hook func(ctx context.Context)) {
+// setHook makes hook run between the optimistic read and the guarded
+// write of each adapter's increments.
+func setHook(t *testing.T, hook func(ctx context.Context), adapters ...*Adapter) {
 	t.Helper()
-	testHookOptimistic = hook
-	t.Cleanup(func() { testHookOptimistic = nil })
+	for _, a := range adapters {
+		a.e.steer.afterRead = hook
+	}
+	t.Cleanup(func() {
+		for _, a := range adapters {
+			a.e.steer.afterRead = nil
+		}
+	})
 }
 
 // oneConnAdapter is the engine on one connection of sdb, with a counter
@@ -125,7 +132,7 @@ func TestOptimisticMissesConcurrentChange(t *testing.T) {
 				t.Error(err)
 			}
 		})
-	})
+	}, a)
 	check(incr(core.Eq("key", "k")), "k", 7, 777)
 	if n := stmts(); n != 6 {
 		t.Fatalf("after a miss: %d statements, want 2 + 4", n)
@@ -140,7 +147,7 @@ func TestOptimisticMissesConcurrentChange(t *testing.T) {
 				t.Error(err)
 			}
 		})
-	})
+	}, a)
 	check(incr(core.Eq("key", "k")), "K", 8, 777)
 	if n := stmts(); n != 6 {
 		t.Fatalf("after a case-only change: %d statements, want 2 + 4", n)
@@ -154,7 +161,7 @@ func TestOptimisticMissesConcurrentChange(t *testing.T) {
 				t.Error(err)
 			}
 		})
-	})
+	}, a)
 	check(incr(core.Eq("key", "K")), "K ", 9, 777)
 }
 
@@ -313,15 +320,16 @@ func TestOptimisticRace(t *testing.T) {
 	lockstep := func() {
 		var read sync.WaitGroup
 		read.Add(n)
-		setHook(t, func(context.Context) { read.Done(); read.Wait() })
+		setHook(t, func(context.Context) { read.Done(); read.Wait() }, adapters...)
 	}
 	lockstep()
 	if err := raceRows(t, adapters, sdb, rl, name, "lockstep", n, max); err != nil {
 		t.Fatalf("all reads before any write: %v", err)
 	}
 	lockstep()
-	testGuardsOff = true
-	t.Cleanup(func() { testGuardsOff = false })
+	for _, a := range adapters {
+		a.e.steer.noGuards = true
+	}
 	err := raceRows(t, adapters, sdb, rl, name, "broken", n, max)
 	if err == nil {
 		t.Fatal("the race check passed an increment guarded on the key alone")

@@ -9,14 +9,6 @@ import (
 
 var _ driver.ValueIncrementer = (*Adapter)(nil)
 
-// kindUpdateValue is the statement kind of IncrementValue on MySQL, and
-// kindUpdateReturningValue on PostgreSQL and SQLite, for the statement
-// cache (after crud.go's kinds).
-const (
-	kindUpdateValue          byte = 64
-	kindUpdateReturningValue byte = 66
-)
-
 // IncrementValue is IncrementOne answering with the incremented column's
 // value after the write (see [driver.ValueIncrementer]).
 //
@@ -44,7 +36,7 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *driver.Table, where []d
 	var rec driver.Record
 	var err error
 	switch {
-	case inc.By != 0 && a.e.features.Dialect != MySQL:
+	case inc.By != 0 && a.e.features.UpdateReturning:
 		// IncrementOne's statement, returning the one column: less for the
 		// driver to decode than the row.
 		rec, err = a.updateReturning(ctx, t, kindUpdateReturningValue, where, incs[:], set, func(b *builder) { b.ident(inc.Column) })
@@ -129,5 +121,5 @@ func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []
 // executor's results carry the last insert id. On PostgreSQL and SQLite
 // both are one statement (IncrementValue returning one column).
 func (a *Adapter) ValueIncrementSaves() bool {
-	return a.e.features.Dialect == MySQL && a.e.mysql.Load()&mysqlLastID != 0
+	return !a.e.features.UpdateReturning && a.e.mysql.Load()&mysqlLastID != 0
 }

@@ -17,15 +17,7 @@ import (
 // the database is refused here rather than at the first decision.
 func (a *Adapter) probe(ctx context.Context) error {
 	d := a.e.features.Dialect
-	var q string
-	switch d {
-	case Postgres:
-		q = "SELECT current_setting('server_version')"
-	case MySQL:
-		q = "SELECT VERSION()"
-	case SQLite:
-		q = "SELECT sqlite_version()"
-	}
+	q := d.traits().versionQuery
 	rec, err := retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, nil) })
 	if err != nil {
 		return a.openErr(q, err)
@@ -41,14 +33,15 @@ func (a *Adapter) probe(ctx context.Context) error {
 	}
 	f := &a.e.features
 	f.Server = version
+	f.UpdateReturning = d.traits().updateReturning
 	switch d {
 	case Postgres:
-		f.UpdateReturning, f.InsertReturning = true, true
+		f.InsertReturning = true
 	case SQLite:
 		if !atLeast(version, 3, 35) {
 			return fmt.Errorf("%w: %s: SQLite %s has no RETURNING; sluice needs 3.35 or later", core.ErrUnsupported, a.e.name(), version)
 		}
-		f.UpdateReturning, f.InsertReturning = true, true
+		f.InsertReturning = true
 		a.probeSQLite(ctx)
 	case MySQL:
 		if strings.Contains(version, "PostgreSQL") {

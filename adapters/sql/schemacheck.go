@@ -39,7 +39,7 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *driver.Table) error {
 				"first requests can each insert a row for the same key; create it (sluicegen writes it)", core.ErrSchema, t.Name, col)
 		}
 	}
-	if a.e.features.Dialect == MySQL {
+	if a.e.features.Dialect.traits().padsKeys {
 		for _, col := range need {
 			if err := a.checkNoPad(ctx, t, col); err != nil {
 				return err
@@ -55,32 +55,20 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *driver.Table) error {
 // existing table as it is, so the error names the missing column and how
 // to add it.
 func (a *Adapter) checkColumns(ctx context.Context, t *driver.Table) error {
-	b := a.newBuilder()
-	switch a.e.features.Dialect {
-	case Postgres:
-		b.write(`SELECT attname AS col FROM pg_attribute WHERE attrelid = to_regclass(`)
-		b.arg(b.d.quote(t.Name))
-		b.write(`) AND attnum > 0 AND NOT attisdropped`)
-	case MySQL:
-		b.write(`SELECT COLUMN_NAME AS col FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
-		b.arg(t.Name)
-	default:
-		b.write(`SELECT name AS col FROM pragma_table_info(`)
-		b.arg(t.Name)
-		b.write(`)`)
-	}
+	b := a.catalogQuery(a.e.features.Dialect.traits().catalog.columns, t)
 	have, err := a.nameSet(ctx, b, "col")
 	if err != nil {
 		return err
 	}
-	if a.e.features.Dialect != Postgres { // MySQL and SQLite match column names case-insensitively
+	folds := a.e.features.Dialect.traits().foldsNames
+	if folds {
 		for name := range have {
 			have[strings.ToLower(name)] = true
 		}
 	}
 	for _, c := range t.Columns {
 		name := c.Name
-		if a.e.features.Dialect != Postgres {
+		if folds {
 			name = strings.ToLower(name)
 		}
 		if !have[name] {
@@ -97,50 +85,11 @@ func (a *Adapter) checkColumns(ctx context.Context, t *driver.Table) error {
 // uniqueColumns returns the columns of t that have a unique index of their
 // own, or nil when the table does not exist.
 func (a *Adapter) uniqueColumns(ctx context.Context, t *driver.Table) (map[string]bool, error) {
-	b := a.newBuilder()
-	switch a.e.features.Dialect {
-	case Postgres:
-		b.write(`SELECT to_regclass(`)
-		b.arg(b.d.quote(t.Name))
-		b.write(`) IS NOT NULL AS present, COALESCE((SELECT string_agg(a.attname, ',') FROM pg_index i ` +
-			`JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = i.indkey[0] ` +
-			`WHERE i.indrelid = to_regclass(`)
-		b.arg(b.d.quote(t.Name))
-		b.write(`) AND i.indisunique AND i.indnkeyatts = 1 AND i.indpred IS NULL), '') AS cols`)
-		rec, err := a.queryOne(ctx, b.sb.String(), b.args)
-		if err != nil {
-			return nil, a.e.mapErr(err)
-		}
-		present, _ := rec["present"].(bool)
-		if !present {
-			return nil, nil
-		}
-		return splitNames(rec["cols"]), nil
-	case MySQL:
-		b.write(`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
-		b.arg(t.Name)
-		n, err := a.scalar(ctx, b.sb.String(), b.args)
-		if err != nil || n == 0 {
-			return nil, a.e.mapErr(err)
-		}
-		c := a.newBuilder()
-		c.write(`SELECT MIN(COLUMN_NAME) AS col FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `)
-		c.arg(t.Name)
-		c.write(` AND NON_UNIQUE = 0 AND SUB_PART IS NULL GROUP BY INDEX_NAME HAVING COUNT(*) = 1`)
-		return a.nameSet(ctx, c, "col")
-	default: // SQLite
-		b.write(`SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = `)
-		b.arg(t.Name)
-		n, err := a.scalar(ctx, b.sb.String(), b.args)
-		if err != nil || n == 0 {
-			return nil, a.e.mapErr(err)
-		}
-		c := a.newBuilder()
-		c.write(`SELECT MIN(ii.name) AS col FROM pragma_index_list(`)
-		c.arg(t.Name)
-		c.write(`) il, pragma_index_info(il.name) ii WHERE il."unique" = 1 AND il.partial = 0 GROUP BY il.name HAVING COUNT(*) = 1`)
-		return a.nameSet(ctx, c, "col")
+	ok, err := a.tableExists(ctx, t)
+	if err != nil || !ok {
+		return nil, err
 	}
+	return a.nameSet(ctx, a.catalogQuery(a.e.features.Dialect.traits().catalog.uniques, t), "col")
 }
 
 func (a *Adapter) nameSet(ctx context.Context, b *builder, col string) (map[string]bool, error) {
@@ -220,4 +169,17 @@ func text(v any) string {
 		return string(x)
 	}
 	return ""
+}
+
+// catalogQuery is one of the dialect's catalog questions about t.
+func (a *Adapter) catalogQuery(q catalogQuery, t *driver.Table) *builder {
+	b := a.newBuilder()
+	b.write(q.pre)
+	name := t.Name
+	if a.e.features.Dialect.traits().catalog.regclass {
+		name = b.d.quote(name)
+	}
+	b.arg(name)
+	b.write(q.post)
+	return b
 }

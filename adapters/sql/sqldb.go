@@ -36,10 +36,10 @@ func NewDB(ctx context.Context, db *sql.DB, d Dialect) (*Adapter, error) {
 	if db == nil {
 		return nil, fmt.Errorf("%w: sluicesql: nil *sql.DB", core.ErrInvalid)
 	}
-	if d != SQLite {
+	if !d.valid() || !d.traits().oneWriter {
 		return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
 	}
-	x := &sqliteDB{sqlDB: sqlDB{db}}
+	x := &sqliteDB{sqlExec: sqlExec{db}, b: db}
 	a, err := New(ctx, x, Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
 	if err == nil && a.e.busyWait > 0 {
 		x.setBusyTimeout(a.e.busyWait)
@@ -52,24 +52,22 @@ func NewDB(ctx context.Context, db *sql.DB, d Dialect) (*Adapter, error) {
 func (a *Adapter) WithTx(tx *sql.Tx) *Adapter { return a.WithExecutor(FromTx(tx)) }
 
 // FromDB is the [Beginner] of a database/sql pool.
-func FromDB(db *sql.DB) Beginner { return sqlDB{db} }
+func FromDB(db *sql.DB) Beginner { return sqlBeginner{sqlExec{db}, db} }
 
 // FromConn is the [Beginner] of one database/sql connection.
-func FromConn(c *sql.Conn) Beginner { return sqlConn{c} }
+func FromConn(c *sql.Conn) Beginner { return sqlBeginner{sqlExec{c}, c} }
 
 // FromTx is the [Executor] of a database/sql transaction the caller owns.
-func FromTx(tx *sql.Tx) Executor { return sqlTx{tx} }
+func FromTx(tx *sql.Tx) Executor { return sqlTx{sqlExec{tx}, tx} }
 
 func unwrapSQL(x Executor) any {
 	switch v := x.(type) {
-	case sqlDB:
-		return v.db
-	case sqlConn:
-		return v.c
+	case sqlBeginner:
+		return v.b
 	case sqlTx:
 		return v.tx
 	case *sqliteDB:
-		return v.db
+		return v.b
 	case sqliteTx:
 		return v.c
 	}
@@ -84,45 +82,46 @@ func rowsOrNil(r *sql.Rows, err error) (Rows, error) {
 	return r, nil
 }
 
-type sqlDB struct{ db *sql.DB }
+// sqlQuerier is what *sql.DB, *sql.Conn and *sql.Tx run statements with.
+type sqlQuerier interface {
+	ExecContext(ctx context.Context, q string, args ...any) (sql.Result, error)
+	QueryContext(ctx context.Context, q string, args ...any) (*sql.Rows, error)
+}
 
-func (d sqlDB) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return d.db.ExecContext(ctx, q, args...)
+// sqlExec is the [Executor] of a database/sql pool, connection or
+// transaction.
+type sqlExec struct{ q sqlQuerier }
+
+func (e sqlExec) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
+	return e.q.ExecContext(ctx, q, args...)
 }
-func (d sqlDB) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	return rowsOrNil(d.db.QueryContext(ctx, q, args...))
+func (e sqlExec) Query(ctx context.Context, q string, args ...any) (Rows, error) {
+	return rowsOrNil(e.q.QueryContext(ctx, q, args...))
 }
-func (d sqlDB) Begin(ctx context.Context) (Tx, error) {
-	tx, err := d.db.BeginTx(ctx, nil)
+
+// sqlPool is a *sql.DB or *sql.Conn: it begins transactions.
+type sqlPool interface {
+	sqlQuerier
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}
+
+type sqlBeginner struct {
+	sqlExec
+	b sqlPool
+}
+
+func (p sqlBeginner) Begin(ctx context.Context) (Tx, error) {
+	tx, err := p.b.BeginTx(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return sqlTx{tx}, nil
+	return sqlTx{sqlExec{tx}, tx}, nil
 }
 
-type sqlConn struct{ c *sql.Conn }
-
-func (c sqlConn) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return c.c.ExecContext(ctx, q, args...)
-}
-func (c sqlConn) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	return rowsOrNil(c.c.QueryContext(ctx, q, args...))
-}
-func (c sqlConn) Begin(ctx context.Context) (Tx, error) {
-	tx, err := c.c.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, err
-	}
-	return sqlTx{tx}, nil
+type sqlTx struct {
+	sqlExec
+	tx *sql.Tx
 }
 
-type sqlTx struct{ tx *sql.Tx }
-
-func (t sqlTx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.tx.ExecContext(ctx, q, args...)
-}
-func (t sqlTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	return rowsOrNil(t.tx.QueryContext(ctx, q, args...))
-}
 func (t sqlTx) Commit(context.Context) error   { return t.tx.Commit() }
 func (t sqlTx) Rollback(context.Context) error { return t.tx.Rollback() }

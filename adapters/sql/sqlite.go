@@ -62,12 +62,13 @@ func (a *Adapter) probeSQLite(ctx context.Context) {
 // whatever the DSN's _txlock: a deferred transaction that reads and then
 // writes fails its lock upgrade with SQLITE_BUSY at once, without waiting.
 type sqliteDB struct {
-	sqlDB
+	sqlExec
+	b          *sql.DB
 	busyPragma string // "PRAGMA busy_timeout = …", or "" when the DSN sets one
 }
 
 func (d *sqliteDB) Begin(ctx context.Context) (Tx, error) {
-	c, err := d.db.Conn(ctx)
+	c, err := d.b.Conn(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -81,7 +82,7 @@ func (d *sqliteDB) Begin(ctx context.Context) (Tx, error) {
 		_ = c.Close()
 		return nil, err
 	}
-	return sqliteTx{c}, nil
+	return sqliteTx{sqlExec{c}, c}, nil
 }
 
 // setBusyTimeout makes the pool's transactions set the busy timeout.
@@ -91,13 +92,9 @@ func (d *sqliteDB) setBusyTimeout(wait time.Duration) {
 
 // sqliteTx is a transaction of sqliteDB: its statements run on its
 // connection, which goes back to the pool when it ends.
-type sqliteTx struct{ c *sql.Conn }
-
-func (t sqliteTx) Exec(ctx context.Context, q string, args ...any) (sql.Result, error) {
-	return t.c.ExecContext(ctx, q, args...)
-}
-func (t sqliteTx) Query(ctx context.Context, q string, args ...any) (Rows, error) {
-	return rowsOrNil(t.c.QueryContext(ctx, q, args...))
+type sqliteTx struct {
+	sqlExec
+	c *sql.Conn
 }
 
 // Commit commits; when COMMIT fails (busy, or the context ended) the
