@@ -11,8 +11,12 @@
 //
 // [Open] returns a [core.DB], which the rate limiter and the API-key manager
 // take. [New] returns the adapter itself, a [sluicesql.Adapter]; its Unwrap
-// method gives the bun.IDB back (inside a transaction, the bun.Tx). The
-// tables must exist: the gen package writes their DDL for each dialect.
+// method gives the bun.IDB back (inside a transaction, the bun.Tx).
+// core.DB.CreateTables creates sluice's tables where they are missing;
+// programs that manage their schema with migrations use the DDL sluicegen
+// writes instead. On SQLite open the file with sluicesql.SQLiteDSN (with a
+// plain DSN the engine switches the file to WAL and waits for a busy
+// database itself, but transactions bun begins stay deferred).
 //
 // # A thin adapter
 //

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/adapters/bun"
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	"github.com/sluice-go/sluice/gen"
@@ -19,7 +20,7 @@ import (
 
 // openExampleDB opens a bun.DB on a fresh SQLite file with sluice's tables.
 func openExampleDB(dir string) (*bun.DB, error) {
-	sqldb, err := sql.Open("sqlite", sluicebun.SQLiteDSN(filepath.Join(dir, "app.db")))
+	sqldb, err := sql.Open("sqlite", sluicesql.SQLiteDSN(filepath.Join(dir, "app.db")))
 	if err != nil {
 		return nil, err
 	}

@@ -13,12 +13,13 @@ import (
 	entsql "entgo.io/ent/dialect/sql"
 	_ "modernc.org/sqlite"
 
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 )
 
 func openSQLite(t *testing.T) *entsql.Driver {
 	t.Helper()
-	pool, err := sql.Open("sqlite", SQLiteDSN(filepath.Join(t.TempDir(), "direct.db")))
+	pool, err := sql.Open("sqlite", sluicesql.SQLiteDSN(filepath.Join(t.TempDir(), "direct.db")))
 	if err != nil {
 		t.Fatal(err)
 	}

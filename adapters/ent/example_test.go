@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite" // registers the pure-Go "sqlite" driver
 
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	"github.com/sluice-go/sluice/gen"
@@ -22,7 +23,7 @@ import (
 // openSQLite opens an ent driver on a new SQLite file in dir and creates
 // sluice's tables (in an application: your migrations, or ent's).
 func openSQLite(dir string) *entsql.Driver {
-	db, err := sql.Open("sqlite", sluiceent.SQLiteDSN(filepath.Join(dir, "app.db")))
+	db, err := sql.Open("sqlite", sluicesql.SQLiteDSN(filepath.Join(dir, "app.db")))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -7,6 +7,7 @@ require (
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/sluice-go/sluice/adapters/ent v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/adaptertest v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/core v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
@@ -23,7 +24,6 @@ require (
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/ncruces/go-strftime v1.1.0 // indirect
 	github.com/remyoudompheng/bigfft v0.0.0-20230129092748-24d4a6f8daec // indirect
-	github.com/sluice-go/sluice/adapters/sql v0.0.0-00010101000000-000000000000 // indirect
 	github.com/stretchr/testify v1.12.1 // indirect
 	go.yaml.in/yaml/v3 v3.0.5 // indirect
 	golang.org/x/sync v0.24.0 // indirect

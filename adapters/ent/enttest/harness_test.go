@@ -17,6 +17,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	sluiceent "github.com/sluice-go/sluice/adapters/ent"
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
@@ -34,7 +35,7 @@ type backend struct {
 
 func sqliteBackend() backend {
 	return backend{name: "sqlite", dialect: dialect.SQLite, gen: gen.SQLite, driver: "sqlite",
-		dsn: func(t testing.TB) string { return sluiceent.SQLiteDSN(t.TempDir() + "/sluice.db") }}
+		dsn: func(t testing.TB) string { return sluicesql.SQLiteDSN(t.TempDir() + "/sluice.db") }}
 }
 
 func postgresBackend() backend {
