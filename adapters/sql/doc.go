@@ -2,8 +2,10 @@
 // of plain database/sql with any driver.
 //
 // It owns, once, everything sluice knows about SQL: the dialects
-// (PostgreSQL, MySQL/MariaDB, SQLite) and their features, learned from the
-// server at open; identifier quoting; statement building and caching;
+// (PostgreSQL, MySQL/MariaDB, SQLite), whose differences are traits
+// declared in one table (dialect.go) and whose servers' features are
+// learned at open (probe.go); the DDL of sluice's tables (package ddl,
+// which sluicegen also writes); identifier quoting; statement building and caching;
 // CRUD; the native guarded IncrementOne of each dialect; savepoints for
 // nested transactions; time binding; value checks (an increment that would
 // overflow int64 is an error on every dialect, never a wrapped or REAL
@@ -40,6 +42,15 @@
 //	sdb, err := sluicesql.Open(db, sluicesql.Postgres)
 //	err = sdb.CreateTables(ctx) // sluice's tables, unless they exist
 //	limiter, err := ratelimit.New(ratelimit.Database(sdb))
+//
+// # SQLite
+//
+// sluicesql.SQLiteDSN gives the DSN options that let several goroutines
+// and processes write one file. A plain DSN behaves the same on a pool
+// opened with [Open] or [NewDB]: the engine switches the file to WAL, waits
+// for a busy database itself when the DSN sets no busy timeout, and begins
+// its transactions with BEGIN IMMEDIATE on a connection whose busy timeout
+// it sets.
 //
 // # Creating the tables
 //
