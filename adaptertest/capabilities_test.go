@@ -2,6 +2,9 @@ package adaptertest
 
 import (
 	"context"
+	"os"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -210,4 +213,29 @@ func TestStorageSkipsWhatTheStorageLacks(t *testing.T) {
 			require.False(t, strings.Contains(name, "IncrementExact") && !strings.HasSuffix(name, "SeveralClients"), "%s skipped", name)
 		}
 	}
+}
+
+// TestReadmeCaseCounts keeps the README's table of cases per entry point
+// true as cases are added.
+func TestReadmeCaseCounts(t *testing.T) {
+	raw, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	readme := string(raw)
+	count := func(pattern string) []int {
+		m := regexp.MustCompile(pattern).FindStringSubmatch(readme)
+		require.NotNil(t, m, "the README has no line matching %s", pattern)
+		var out []int
+		for _, s := range m[1:] {
+			n, err := strconv.Atoi(s)
+			require.NoError(t, err)
+			out = append(out, n)
+		}
+		return out
+	}
+	run := count("\\| `Run` \\| (\\d+): Contract (\\d+) .*Race (\\d+), RateLimit (\\d+), APIKey (\\d+) \\|")
+	groups := []int{len(contractCases()), len(raceCases()), len(rateLimitCases()), len(apiKeyCases())}
+	assert.Equal(t, []int{groups[0] + groups[1] + groups[2] + groups[3], groups[0], groups[1], groups[2], groups[3]}, run, "Run")
+	assert.Equal(t, []int{len(storageCases()), len(storageSequentialCases())}, count("\\| `RunStorage` \\| (\\d+): (\\d+) sequential"), "RunStorage")
+	assert.Equal(t, []int{len(concurrencyCases())}, count("\\| `RunConcurrency`, `RunConcurrencyStores` \\| (\\d+) \\|"), "RunConcurrency")
+	assert.Equal(t, []int{len(processCases())}, count("\\| `RunProcesses` \\| (\\d+) per target"), "RunProcesses")
 }
