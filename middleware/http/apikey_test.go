@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +22,7 @@ import (
 // given) on a test clock.
 type keys struct {
 	m     *apikey.Manager
-	clock *testClock
+	clock *clock
 }
 
 func newKeys(t testing.TB, a ...driver.Adapter) *keys {
@@ -36,7 +35,7 @@ func newKeys(t testing.TB, a ...driver.Adapter) *keys {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &testClock{now: epoch}
+	c := newClock()
 	m, err := apikey.New(db, apikey.WithClock(c.Now))
 	if err != nil {
 		t.Fatal(err)
@@ -63,26 +62,6 @@ func (e *keys) create(t testing.TB, p apikey.CreateParams) (string, *apikey.Key)
 		t.Fatalf("Create: %v", err)
 	}
 	return plain, k
-}
-
-// testClock is a settable clock shared by a manager and its test.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 func noRateLimit() *apikey.RateLimit { return &apikey.RateLimit{} }

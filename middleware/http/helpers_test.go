@@ -15,7 +15,8 @@ import (
 // t0 is the tests' start instant.
 var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// clock is a clock moved by hand.
+// clock is a clock moved by hand, shared by a limiter or a manager and
+// its test.
 type clock struct{ ms atomic.Int64 }
 
 func newClock() *clock {
@@ -24,8 +25,9 @@ func newClock() *clock {
 	return c
 }
 
-func (c *clock) Now() time.Time      { return time.UnixMilli(c.ms.Load()).UTC() }
-func (c *clock) Set(d time.Duration) { c.ms.Store(t0.Add(d).UnixMilli()) }
+func (c *clock) Now() time.Time          { return time.UnixMilli(c.ms.Load()).UTC() }
+func (c *clock) Set(d time.Duration)     { c.ms.Store(t0.Add(d).UnixMilli()) }
+func (c *clock) Advance(d time.Duration) { c.ms.Add(d.Milliseconds()) }
 
 var rule3 = ratelimit.Rule{Window: 10 * time.Second, Max: 3}
 
