@@ -31,7 +31,7 @@ type APIKeyOption func(*apiKeyConfig) error
 
 type apiKeyConfig struct {
 	md      string
-	cost    int64
+	verify  []apikey.VerifyOption
 	onError func(ctx context.Context, fullMethod string, err error)
 }
 
@@ -48,13 +48,15 @@ func MetadataKey(name string) APIKeyOption {
 	}
 }
 
-// RequestCost makes every call spend n units (default 1; 0 checks only).
-func RequestCost(n int64) APIKeyOption {
+// Verify gives every call's verification the manager's own options, as
+// apikey.Manager.Verify takes them: apikey.Cost (1 when absent; 0 checks
+// only), apikey.Permissions and apikey.AnyPermission (a key without them
+// fails with codes.PermissionDenied and spends nothing), apikey.LimitCost.
+// They are checked when the interceptor is built; given more than once,
+// the lists add up.
+func Verify(opts ...apikey.VerifyOption) APIKeyOption {
 	return func(c *apiKeyConfig) error {
-		if n < 0 {
-			return fmt.Errorf("sluicegrpc: %w: RequestCost(%d): the cost must not be negative", core.ErrInvalid, n)
-		}
-		c.cost = n
+		c.verify = append(c.verify, opts...)
 		return nil
 	}
 }
@@ -82,11 +84,12 @@ func KeyFromContext(ctx context.Context) (*apikey.Key, bool) {
 
 // UnaryAPIKey returns a unary server interceptor that verifies the API key
 // in each call's metadata (x-api-key unless [MetadataKey] names another)
-// with m, as apikey's HTTP middleware does, and runs the handler with the
+// with m, as sluicehttp.APIKey does, and runs the handler with the
 // verified key in its context ([KeyFromContext]).
 //
 // A missing, invalid, disabled or expired key fails with
-// codes.Unauthenticated; a key over its rate limit or quota with
+// codes.Unauthenticated; a key without a permission [Verify] requires with
+// codes.PermissionDenied; a key over its rate limit or quota with
 // codes.ResourceExhausted and, when it can be used again, an
 // errdetails.RetryInfo and [MetadataRetryAfter]; a failed verification
 // with codes.Unavailable (contention), codes.Internal, or the call's own
@@ -152,7 +155,7 @@ func newVerifier(m *apikey.Manager, opts []APIKeyOption) (*verifier, error) {
 	if err := m.CheckVerify(); err != nil {
 		return nil, fmt.Errorf("sluicegrpc: %w", err)
 	}
-	cfg := apiKeyConfig{md: DefaultAPIKeyMetadata, cost: 1}
+	cfg := apiKeyConfig{md: DefaultAPIKeyMetadata}
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, fmt.Errorf("sluicegrpc: %w: API-key option %d of %d is nil", core.ErrInvalid, i+1, len(opts))
@@ -160,6 +163,9 @@ func newVerifier(m *apikey.Manager, opts []APIKeyOption) (*verifier, error) {
 		if err := opt(&cfg); err != nil {
 			return nil, err
 		}
+	}
+	if err := m.CheckVerify(cfg.verify...); err != nil {
+		return nil, fmt.Errorf("sluicegrpc: Verify: %w", err)
 	}
 	return &verifier{m: m, cfg: cfg}, nil
 }
@@ -172,7 +178,7 @@ func (v *verifier) verify(ctx context.Context, method string) (*apikey.Key, meta
 	if len(vals) == 0 || vals[0] == "" {
 		return nil, nil, failure(codes.Unauthenticated, CodeMissing, "missing API key in metadata "+v.cfg.md)
 	}
-	res, err := v.m.Verify(ctx, vals[0], apikey.Cost(v.cfg.cost))
+	res, err := v.m.Verify(ctx, vals[0], v.cfg.verify...)
 	if err != nil {
 		if v.cfg.onError != nil {
 			v.cfg.onError(ctx, method, err)
@@ -189,7 +195,11 @@ func (v *verifier) verify(ctx context.Context, method string) (*apikey.Key, meta
 		return res.Key, nil, nil
 	}
 	if res.Status != http.StatusTooManyRequests {
-		return nil, nil, failure(codes.Unauthenticated, string(res.Code), res.Code.Message())
+		code := codes.Unauthenticated
+		if res.Code == apikey.CodeForbidden {
+			code = codes.PermissionDenied
+		}
+		return nil, nil, failure(code, string(res.Code), res.Code.Message())
 	}
 	var out metadata.MD
 	if res.TryAgainIn > 0 {

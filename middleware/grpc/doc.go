@@ -9,8 +9,8 @@
 // errdetails.RetryInfo; a storage failure with codes.Unavailable unless
 // the limiter fails open; a key function's failure with codes.Internal,
 // never a bypass. [UnaryAPIKey] and [StreamAPIKey] verify the key in the
-// call's x-api-key metadata and put the verified key in the handler's
-// context ([KeyFromContext]).
+// call's x-api-key metadata with the manager's own options ([Verify]) and
+// put the verified key in the handler's context ([KeyFromContext]).
 //
 //	limit, err := sluicegrpc.UnaryRateLimit(sluicegrpc.Config{
 //		Limiter: limiter,
@@ -18,14 +18,14 @@
 //		Methods: map[string]ratelimit.Rule{"/pkg.Search/Query": {Window: time.Second, Max: 5}},
 //	})
 //	if err != nil { … }
-//	requireKey, err := sluicegrpc.UnaryAPIKey(sluicehttp.APIKeyConfig{Manager: keys})
+//	requireKey, err := sluicegrpc.UnaryAPIKey(keys, sluicegrpc.Verify(apikey.Cost(1)))
 //	if err != nil { … }
 //	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(limit, requireKey))
 //
 // Every denial and failure also carries an errdetails.ErrorInfo whose
-// Reason is the code ratelimit's and apikey's HTTP middleware put in their
-// JSON bodies (RATE_LIMITED, INVALID_API_KEY, …) and whose Domain is
-// [ErrorDomain]; limited calls carry the Metadata* keys, the gRPC spelling
+// Reason is the code sluicehttp's middleware puts in its JSON bodies
+// (RATE_LIMITED, INVALID_API_KEY, …) and whose Domain is [ErrorDomain];
+// limited calls carry the Metadata* keys, the gRPC spelling
 // of the RateLimit-* and Retry-After headers.
 //
 // This module depends on grpc; core stays standard-library only.

@@ -278,6 +278,43 @@ func TestAPIKey(t *testing.T) {
 	}
 }
 
+// TestAPIKeyVerifyOptions: the manager's own options reach every call; a
+// key without the permission fails with PermissionDenied and spends
+// nothing, one with it spends the cost.
+func TestAPIKeyVerifyOptions(t *testing.T) {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, err := apikey.New(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quota := int64(5)
+	writer, w, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "u", Remaining: &quota, RateLimit: &apikey.RateLimit{},
+		Permissions: map[string][]string{"files": {"write"}}})
+	reader, r, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "u", Remaining: &quota, RateLimit: &apikey.RateLimit{},
+		Permissions: map[string][]string{"files": {"read"}}})
+	unary, err := sluicegrpc.UnaryAPIKey(keys, sluicegrpc.Verify(apikey.Permissions(map[string][]string{"files": {"write"}})),
+		sluicegrpc.Verify(apikey.Cost(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := serve(t, &health{}, grpc.UnaryInterceptor(unary))
+	if c := check(t, client, "x-api-key", writer); c.err != nil {
+		t.Errorf("key with the permission: %v", c.err)
+	}
+	if c := check(t, client, "x-api-key", reader); c.code() != codes.PermissionDenied || c.reason(t) != string(apikey.CodeForbidden) {
+		t.Errorf("key without the permission: %v, want PermissionDenied %s", c.err, apikey.CodeForbidden)
+	}
+	for _, tc := range []struct {
+		id   int64
+		want int64
+	}{{w.ID, 3}, {r.ID, 5}} {
+		if k, err := keys.Get(ctx, tc.id); err != nil || *k.Remaining != tc.want {
+			t.Errorf("key %d: remaining %v, %v; want %d", tc.id, k.Remaining, err, tc.want)
+		}
+	}
+}
+
 func TestConstructorErrors(t *testing.T) {
 	limiter, _ := ratelimit.New(ratelimit.Memory(10))
 	minute := ratelimit.Rule{Window: time.Minute, Max: 1}
@@ -304,7 +341,8 @@ func TestConstructorErrors(t *testing.T) {
 	keys, _ := apikey.New(db)
 	for name, opt := range map[string]sluicegrpc.APIKeyOption{
 		"nil":                nil,
-		"negative cost":      sluicegrpc.RequestCost(-1),
+		"negative cost":      sluicegrpc.Verify(apikey.Cost(-1)),
+		"no action":          sluicegrpc.Verify(apikey.Permissions(map[string][]string{"files": nil})),
 		"reserved metadata":  sluicegrpc.MetadataKey("grpc-key"),
 		"binary metadata":    sluicegrpc.MetadataKey("key-bin"),
 		"nil error reporter": sluicegrpc.OnAPIKeyError(nil),
