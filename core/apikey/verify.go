@@ -87,7 +87,11 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	if key == "" {
 		return invalid(), nil
 	}
-	return m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
+	res, err := m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
+	if err != nil {
+		return res, core.WrapKey("apikey: Verify", key, err)
+	}
+	return res, nil
 }
 
 // Code identifies the outcome of a verification: "" when valid, else a

@@ -92,7 +92,7 @@ func (s *dbStore) slotKeys(key string, n int) ([]any, error) {
 	}
 	last := slotKey(key, n-1)
 	if c := utf8.RuneCountInString(last); s.keySize > 0 && c > s.keySize {
-		return nil, invalidf("slot key %q… of %d characters is longer than the %d the key column holds", truncate(last, 32), c, s.keySize)
+		return nil, invalidf("the key's last slot key, of %d characters, is longer than the %d the key column holds", c, s.keySize)
 	}
 	keys := make([]any, n)
 	for i := range keys {
@@ -102,16 +102,6 @@ func (s *dbStore) slotKeys(key string, n int) ([]any, error) {
 }
 
 func slotKey(key string, i int) string { return key + Separator + strconv.Itoa(i) }
-
-func truncate(s string, n int) string {
-	for i := range s {
-		if n == 0 {
-			return s[:i]
-		}
-		n--
-	}
-	return s
-}
 
 // slotOf parses the slot number from a slot row's key.
 func slotOf(key, rowKey string) (int, bool) {

@@ -17,9 +17,9 @@ func checkKey(key string) error {
 	case key == "":
 		return invalidf("empty key")
 	case !utf8.ValidString(key):
-		return invalidf("key %q is not valid UTF-8, which a database cannot store: build keys from untrusted input with SafeKey", key)
+		return invalidf("the key is not valid UTF-8, which a database cannot store: build keys from untrusted input with SafeKey")
 	case strings.IndexByte(key, 0) >= 0:
-		return invalidf("key %q contains a NUL byte, which a database cannot store: build keys from untrusted input with SafeKey", key)
+		return invalidf("the key contains a NUL byte, which a database cannot store: build keys from untrusted input with SafeKey")
 	}
 	return nil
 }

@@ -217,7 +217,7 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 	}
 	now := l.now()
 	if err := l.validate(key, rule, cost); err != nil {
-		return Decision{Limit: rule.Max}, err
+		return Decision{Limit: rule.Max}, keyError(key, err)
 	}
 	// Max 0 and a cached denial are answered without the storage.
 	st, known := state{reset: now + rule.Window.Milliseconds()}, rule.Max == 0
@@ -238,7 +238,7 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 		}
 		if err != nil {
 			open := l.failOpen && outage(ctx, err)
-			return Decision{Allowed: open, Limit: rule.Max}, fmt.Errorf("ratelimit: key %q: %w", key, err)
+			return Decision{Allowed: open, Limit: rule.Max}, keyError(key, err)
 		}
 		if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
 			l.denials.put(key, denial{until: st.reset, rule: rule}, now)
@@ -268,7 +268,8 @@ func (l *Limiter) usable() error {
 }
 
 // CheckRule reports, before any request is decided, whether l can decide
-// requests under rule: l made by [New], rule valid ([Rule.Validate]), and
+// requests under rule: l made by [New], rule valid ([Rule.Validate]) and
+// computable exactly under l's mode (see Rule.Validate), and
 // its window no longer than the one [WithLongestWindow] declares.
 // [Unlimited], which middleware lets through without asking l, passes
 // whenever l is made by New. The error wraps core.ErrInvalid. Middleware
@@ -284,30 +285,40 @@ func (l *Limiter) CheckRule(rule Rule) error {
 	if err := rule.Validate(); err != nil {
 		return err
 	}
+	if p := rule.modeProblem(l.mode); p != "" {
+		return invalidf("%s", p)
+	}
 	if l.longest > 0 && rule.Window > l.longest {
 		return invalidf("window %v is longer than the limiter's longest window %v", rule.Window, l.longest)
 	}
 	return nil
 }
 
+// validate refuses a request before any I/O. Its errors do not name the
+// key: the caller wraps them with keyError.
 func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	if cost < 0 {
-		return invalidf("key %q: cost %d must not be negative", key, cost)
+		return invalidf("cost %d must not be negative", cost)
 	}
 	if err := rule.Validate(); err != nil {
-		return fmt.Errorf("%w (key %q)", err, key)
+		return err
 	}
 	if p := rule.modeProblem(l.mode); p != "" {
-		return invalidf("%s (key %q)", p, key)
+		return invalidf("%s", p)
 	}
 	if l.longest > 0 && rule.Window > l.longest {
-		return invalidf("key %q: rule window %v is longer than the declared longest window %v", key, rule.Window, l.longest)
+		return invalidf("rule window %v is longer than the declared longest window %v", rule.Window, l.longest)
 	}
 	return nil
 }
+
+// keyError wraps an error about key: the key only redacted (a key may be a
+// secret, such as an API key from a header, and of any length), in the
+// error's text and in its cause's.
+func keyError(key string, err error) error { return core.WrapKey("ratelimit", key, err) }
 
 // CheckSchema reports, before any decision needs it, whether the storage's
 // table has what exact decisions depend on (see core.DB.CheckSchema): with

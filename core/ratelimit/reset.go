@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -26,7 +25,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		return err
 	}
 	if err := checkKey(key); err != nil {
-		return err
+		return keyError(key, err)
 	}
 	if err := l.slidingReset(); err != nil {
 		return err
@@ -35,7 +34,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		l.denials.remove(key)
 	}
 	if err := l.store.reset(ctx, key); err != nil {
-		return fmt.Errorf("ratelimit: reset key %q: %w", key, err)
+		return core.WrapKey("ratelimit: reset", key, err)
 	}
 	return nil
 }
@@ -54,7 +53,7 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 		return l.Reset(ctx, key)
 	}
 	if err := l.validate(key, rule, 0); err != nil {
-		return err
+		return keyError(key, err)
 	}
 	if l.denials != nil {
 		l.denials.remove(key)
@@ -68,7 +67,7 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 		for j := i - 1; j <= i+1; j++ {
 			cur, _, e := s.slidingKeys(key, j)
 			if e != nil {
-				return fmt.Errorf("ratelimit: reset key %q: %w", key, e)
+				return core.WrapKey("ratelimit: reset", key, e)
 			}
 			names = append(names, cur)
 		}
@@ -81,7 +80,7 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 		err = l.store.reset(ctx, key)
 	}
 	if err != nil {
-		return fmt.Errorf("ratelimit: reset key %q: %w", key, err)
+		return core.WrapKey("ratelimit: reset", key, err)
 	}
 	return nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -99,8 +98,7 @@ func (r *apiKeyRecorder) observe(ctx context.Context, e apikey.Event) {
 			span.SetAttributes(AttrTryAgainIn.Float64(e.Result.TryAgainIn.Seconds()))
 		}
 		if e.Err != nil {
-			span.RecordError(e.Err, trace.WithTimestamp(end))
-			span.SetStatus(codes.Error, e.Err.Error())
+			recordError(span, e.Err, end)
 		}
 	}
 	span.End(trace.WithTimestamp(end))

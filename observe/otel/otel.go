@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -105,6 +107,22 @@ func newConfig(opts []Option) (*config, error) {
 func invalidf(msg string) error { return fmt.Errorf("sluiceotel: %w: %s", core.ErrInvalid, msg) }
 
 // errorType classifies err for the error.type attribute, in a few values.
+// recordError records err on span as its status and an exception event:
+// the error's class and, for an error about a key, the key redacted
+// (core.KeyError), never the error's text, which may hold what a caller
+// or a driver put there (a key taken from a header, a value echoed back).
+func recordError(span trace.Span, err error, at time.Time) {
+	class := errorType(err)
+	desc := class
+	var ke *core.KeyError
+	if errors.As(err, &ke) {
+		desc += ": key " + ke.Key
+	}
+	span.AddEvent("exception", trace.WithTimestamp(at), trace.WithAttributes(
+		attribute.String("exception.type", class), attribute.String("exception.message", desc)))
+	span.SetStatus(codes.Error, desc)
+}
+
 func errorType(err error) string {
 	switch {
 	case errors.Is(err, core.ErrInvalid):

@@ -331,8 +331,8 @@ func TestRateLimitSpans(t *testing.T) {
 		}
 	}
 	s := spans[2]
-	if s.Status().Code != codes.Error || s.Status().Description != events[3].Err.Error() {
-		t.Errorf("error span status %+v, want Error %q", s.Status(), events[3].Err)
+	if want := "invalid: key " + core.RedactKey("user-1"); s.Status().Code != codes.Error || s.Status().Description != want {
+		t.Errorf("error span status %+v, want Error %q: the class and the key redacted", s.Status(), want)
 	}
 	if evs := s.Events(); len(evs) != 1 || evs[0].Name != "exception" || !evs[0].Time.Equal(s.EndTime()) {
 		t.Errorf("error span events %+v, want one exception at its end", evs)

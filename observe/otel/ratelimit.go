@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -101,8 +100,7 @@ func (r *rateLimitRecorder) observe(ctx context.Context, e ratelimit.Event) {
 			span.SetAttributes(AttrKey.String(e.Key))
 		}
 		if e.Err != nil {
-			span.RecordError(e.Err, trace.WithTimestamp(end))
-			span.SetStatus(codes.Error, e.Err.Error())
+			recordError(span, e.Err, end)
 		}
 	}
 	span.End(trace.WithTimestamp(end))
