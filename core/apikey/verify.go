@@ -73,8 +73,8 @@ func (m *Manager) Verify(ctx context.Context, key string, opts ...VerifyOption) 
 }
 
 func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (Result, error) {
-	o, err := m.options("Verify", opts)
-	if err != nil {
+	o := verifyOptions{cost: 1}
+	if err := m.options("Verify", opts, &o); err != nil {
 		return Result{}, err
 	}
 	var req *required
@@ -229,29 +229,30 @@ func AnyPermission(any map[string][]string) VerifyOption {
 // wraps core.ErrInvalid. Middleware calls it when it is built, so that a
 // bad option is an error then rather than on every request.
 func (m *Manager) CheckVerify(opts ...VerifyOption) error {
-	_, err := m.options("CheckVerify", opts)
-	return err
+	o := verifyOptions{cost: 1}
+	return m.options("CheckVerify", opts, &o)
 }
 
-// options applies opts for op, refusing what Verify would.
-func (m *Manager) options(op string, opts []VerifyOption) (verifyOptions, error) {
-	o := verifyOptions{cost: 1}
+// options applies opts to o for op, refusing what Verify would. o is the
+// caller's, so that it is the one copy that escapes (to the options and,
+// through req, to the store): a copy returned by value would be a second.
+func (m *Manager) options(op string, opts []VerifyOption, o *verifyOptions) error {
 	if err := m.initialised(op); err != nil {
-		return o, err
+		return err
 	}
 	for i, opt := range opts {
 		if opt == nil {
-			return o, invalidf("%s: option %d of %d is nil", op, i+1, len(opts))
+			return invalidf("%s: option %d of %d is nil", op, i+1, len(opts))
 		}
-		opt(&o)
+		opt(o)
 	}
 	if o.cost < 0 {
-		return o, invalidf("%s: cost %d is negative", op, o.cost)
+		return invalidf("%s: cost %d is negative", op, o.cost)
 	}
 	if o.err != nil {
-		return o, fmt.Errorf("%s: %w", op, o.err)
+		return fmt.Errorf("%s: %w", op, o.err)
 	}
-	return o, nil
+	return nil
 }
 
 // afterWrite classifies an error that came back from a write that had
