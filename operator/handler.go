@@ -80,6 +80,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.spec = spec
+	h.mux.Handle("GET /", consoleAssets())
 	h.mux.HandleFunc("GET /openapi.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(h.spec)

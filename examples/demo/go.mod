@@ -4,6 +4,8 @@ go 1.26.0
 
 require (
 	entgo.io/ent v0.14.5
+	github.com/chromedp/cdproto v0.160.1
+	github.com/chromedp/chromedp v0.23.1
 	github.com/go-sql-driver/mysql v1.10.1
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -18,6 +20,7 @@ require (
 	github.com/sluice-go/sluice/gen v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/middleware/http v0.0.0-00010101000000-000000000000
 	github.com/sluice-go/sluice/observe/otel v0.0.0-00010101000000-000000000000
+	github.com/sluice-go/sluice/operator v0.0.0-00010101000000-000000000000
 	github.com/uptrace/bun v1.3.0
 	github.com/uptrace/bun/dialect/mysqldialect v1.3.0
 	github.com/uptrace/bun/dialect/pgdialect v1.3.0
@@ -34,6 +37,7 @@ require (
 	filippo.io/edwards25519 v1.2.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/dustin/go-humanize v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -79,4 +83,5 @@ replace (
 	github.com/sluice-go/sluice/gen => ../../gen
 	github.com/sluice-go/sluice/middleware/http => ../../middleware/http
 	github.com/sluice-go/sluice/observe/otel => ../../observe/otel
+	github.com/sluice-go/sluice/operator => ../../operator
 )

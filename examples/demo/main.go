@@ -11,7 +11,10 @@
 //
 // Every flag also reads an environment variable: SLUICE_DEMO_ADDR,
 // SLUICE_DEMO_ORM, SLUICE_DEMO_DB, SLUICE_DEMO_DSN, SLUICE_DEMO_REDIS,
-// SLUICE_DEMO_LOG_LEVEL.
+// SLUICE_DEMO_LOG_LEVEL, SLUICE_DEMO_OPERATOR_TOKEN.
+//
+// The operator console is at /operator/: sign in with the token the
+// server prints when it starts (-operator-token sets it).
 package main
 
 import (
@@ -83,6 +86,7 @@ func databaseFlags(fs *flag.FlagSet, cfg *server.Config, getenv func(string) str
 	fs.StringVar(&cfg.DSN, "dsn", getenv("SLUICE_DEMO_DSN"),
 		"database DSN: postgres://user:pass@host:port/db for postgres, user:pass@tcp(host:port)/db (go-sql-driver form, not a URL) for mysql; for sqlite a file path, default a new file in a temporary directory")
 	fs.StringVar(&cfg.Redis, "redis", getenv("SLUICE_DEMO_REDIS"), "Redis address (host:port) for the per-IP rate-limit counters; default the database")
+	fs.StringVar(&cfg.OperatorToken, "operator-token", getenv("SLUICE_DEMO_OPERATOR_TOKEN"), "bearer token of the operator console at /operator/; default a random one, printed at start")
 }
 
 // logLevelFlag declares -log-level, defaulting to SLUICE_DEMO_LOG_LEVEL or
@@ -171,6 +175,8 @@ func serve(ctx context.Context, o serveOptions, out io.Writer) error {
 	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprint(out, srv.Banner("http://"+ln.Addr().String()))
+	// Only here, never in GET /'s banner: whoever has it manages the keys.
+	fmt.Fprintf(out, "\nOperator token: %s\n", srv.OperatorToken())
 	fmt.Fprintln(out, "\nPress Ctrl-C to stop.")
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()

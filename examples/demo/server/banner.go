@@ -14,6 +14,8 @@ func (s *Server) Banner(base string) string {
 	line("sluice demo: %s", s.Where())
 	line("listening on %s", base)
 	line("")
+	line("Operator console: %s/operator/ (sign in with the token the server printed when it started)", base)
+	line("")
 	line("Try:")
 	line("")
 	line("  # 1. A route limited per client IP, %d requests per %v: request %d answers 429.", h.Max, h.Window, h.Max+1)

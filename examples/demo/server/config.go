@@ -73,6 +73,10 @@ type Config struct {
 	// (default time.Now). Tests inject a clock they move by hand.
 	Clock func() time.Time
 
+	// OperatorToken is the bearer token of the operator console and API at
+	// /operator/; empty: a random one, which Server.OperatorToken returns.
+	OperatorToken string
+
 	// Hello is the per-IP rule of GET /hello (default 5 per 10 s).
 	Hello ratelimit.Rule
 	// CreateKeys is the per-IP rule of POST /keys (default 20 per minute).

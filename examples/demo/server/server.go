@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	sluiceotel "github.com/sluice-go/sluice/observe/otel"
+	"github.com/sluice-go/sluice/operator"
 )
 
 // Server is the demo's HTTP handler and what it runs on. Build it with New
@@ -32,6 +34,8 @@ type Server struct {
 	Limiter *ratelimit.Limiter
 	// Keys creates and verifies the API keys.
 	Keys *apikey.Manager
+
+	operatorToken string
 }
 
 // New opens cfg's database through cfg's ORM, creates the tables from gen's
@@ -79,8 +83,10 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 		return nil, err
 	}
 	log := cfg.Logger
+	// The operator console's history and live view.
+	rec := operator.NewRecorder()
 	if s.Limiter, err = ratelimit.New(storage, ratelimit.WithClock(cfg.Clock),
-		ratelimit.WithObserver(fanOut(rateLimitLogger(log, newKeyHasher()), rlMetrics))); err != nil {
+		ratelimit.WithObserver(fanOut(rateLimitLogger(log, newKeyHasher()), rlMetrics, rec.ObserveLimits))); err != nil {
 		return nil, err
 	}
 	limit, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
@@ -97,7 +103,18 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	}
 	use := newUsage()
 	if s.Keys, err = apikey.New(s.db.db, apikey.WithClock(cfg.Clock),
-		apikey.WithObserver(fanOut(apiKeyLogger(log), keyMetrics, use.observe))); err != nil {
+		apikey.WithObserver(fanOut(apiKeyLogger(log), keyMetrics, use.observe, rec.ObserveKeys))); err != nil {
+		return nil, err
+	}
+	if s.operatorToken = cfg.OperatorToken; s.operatorToken == "" {
+		s.operatorToken = rand.Text()
+	}
+	console, err := operator.New(operator.Config{
+		Keys: s.Keys, Authorize: operator.BearerToken("operator", s.operatorToken),
+		Limiter: s.Limiter, Rules: map[string]ratelimit.Rule{"hello": cfg.Hello, "keys": cfg.CreateKeys},
+		Recorder: rec, Clock: cfg.Clock, Logger: log,
+	})
+	if err != nil {
 		return nil, err
 	}
 
@@ -125,6 +142,7 @@ func New(ctx context.Context, cfg Config) (_ *Server, err error) {
 	mux.Handle("POST /api/data", requireWriter(http.HandlerFunc(s.writeData)))
 	mux.Handle("GET /metrics", metricsHandler(reader))
 	mux.HandleFunc("GET /usage", use.serve)
+	mux.Handle("/operator/", http.StripPrefix("/operator", console))
 	s.handler = limit(mux)
 	return s, nil
 }
@@ -155,6 +173,9 @@ func (s *Server) Close() error {
 	}
 	return errors.Join(errs...)
 }
+
+// OperatorToken is the bearer token of the console at /operator/.
+func (s *Server) OperatorToken() string { return s.operatorToken }
 
 // Config returns the configuration in use, defaults filled in.
 func (s *Server) Config() Config { return s.cfg }
