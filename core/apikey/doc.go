@@ -41,8 +41,10 @@
 // as it was (see [WithCache]).
 //
 // Denials (unknown, disabled, expired, usage exceeded, rate limited) are a
-// [Result] with a stable [Code] and an HTTP status, not an error; errors are
-// for failures. Verification never deletes a key unless
+// [Result] with a stable [Code] and an HTTP status, not an error, and a
+// denial by a limit names it in Result.DeniedBy (the key's rate limit, by
+// default 10 verifications per 24 hours; its quota; a named limit; its
+// owner's); errors are for failures. Verification never deletes a key unless
 // [WithDeleteExpiredOnVerify] asks it to remove expired ones.
 //
 // The package serves no protocol: package sluicehttp (module
