@@ -64,10 +64,16 @@ func (f permFlag) Set(s string) error {
 	return nil
 }
 
-func parseID(s string) (int64, error) {
-	id, err := strconv.ParseInt(s, 10, 64)
+// parseKeyID parses the flags of a command that takes one key id, and
+// the id.
+func (c *cli) parseKeyID(fs *flag.FlagSet, args []string) (int64, error) {
+	pos, err := c.parse(fs, args, 1, "a key id")
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseInt(pos[0], 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usagef("key id %q is not a positive integer", s)
+		return 0, usagef("key id %q is not a positive integer", pos[0])
 	}
 	return id, nil
 }
@@ -183,11 +189,7 @@ func keysList(ctx context.Context, c *cli, args []string) error {
 
 func keysShow(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("keys show", flag.ContinueOnError)
-	pos, err := c.parse(fs, args, 1, "a key id")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[0])
+	id, err := c.parseKeyID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -222,11 +224,7 @@ func keysUpdate(ctx context.Context, c *cli, args []string) error {
 	fs.DurationVar(&expiresIn, "expires-in", 0, "expire this long from now")
 	fs.BoolVar(&noExpiry, "no-expiry", false, "never expire")
 	fs.BoolVar(&u.ResetRateLimit, "reset-rate-limit", false, "start the rate-limit window afresh")
-	pos, err := c.parse(fs, args, 1, "a key id")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[0])
+	id, err := c.parseKeyID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -269,11 +267,7 @@ func keysUpdate(ctx context.Context, c *cli, args []string) error {
 func keysReroll(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("keys reroll", flag.ContinueOnError)
 	grace := fs.Duration("grace", 0, "how long the old secret keeps working (default: it stops at once)")
-	pos, err := c.parse(fs, args, 1, "a key id")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[0])
+	id, err := c.parseKeyID(fs, args)
 	if err != nil {
 		return err
 	}
@@ -294,11 +288,7 @@ func keysReroll(ctx context.Context, c *cli, args []string) error {
 
 func keysRevoke(ctx context.Context, c *cli, args []string) error {
 	fs := flag.NewFlagSet("keys revoke", flag.ContinueOnError)
-	pos, err := c.parse(fs, args, 1, "a key id")
-	if err != nil {
-		return err
-	}
-	id, err := parseID(pos[0])
+	id, err := c.parseKeyID(fs, args)
 	if err != nil {
 		return err
 	}
