@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -127,7 +128,7 @@ func raceDecrement(t *testing.T, db *core.DB, callers int, start int64) raceResu
 	var badRow atomic.Value
 	var mu sync.Mutex
 	seen := map[int64]int{}
-	release(callers, func(int) {
+	testrace.Release(callers, func(int) {
 		row, ok, err := db.IncrementOne(ctx, decrement)
 		switch {
 		case errors.Is(err, core.ErrContention):
@@ -320,7 +321,7 @@ func TestFallbackBurstDeadline(t *testing.T) {
 			defer cancel()
 			deadline, _ := ctx.Deadline()
 			var taken, expired, worst atomic.Int64
-			release(callers, func(int) {
+			testrace.Release(callers, func(int) {
 				_, ok, err := db.IncrementOne(ctx, decrement)
 				over := int64(time.Since(deadline))
 				for w := worst.Load(); over > w && !worst.CompareAndSwap(w, over); w = worst.Load() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,27 +13,6 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
-
-// release starts n goroutines, holds them at a gate until every one is
-// running, then lets them all go at once and waits for them to finish.
-// core may not import adaptertest, so this mirrors adaptertest.Release.
-func release(n int, fn func(i int)) {
-	var ready, done sync.WaitGroup
-	gate := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := range n {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-gate
-			fn(i)
-		}()
-	}
-	ready.Wait()
-	close(gate)
-	done.Wait()
-}
 
 // bare hides every optional interface of the wrapped adapter: it has
 // neither IncrementOne nor Transaction.

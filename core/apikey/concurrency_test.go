@@ -10,28 +10,9 @@ import (
 
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
-
-// release starts n goroutines, lets them all reach a barrier, then frees
-// them at once and waits.
-func release(n int, fn func(i int)) {
-	var ready, done sync.WaitGroup
-	gate := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := range n {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-gate
-			fn(i)
-		}()
-	}
-	ready.Wait()
-	close(gate)
-	done.Wait()
-}
 
 // concurrentEnvs are the configurations every race test runs on. The
 // first three verify by reading the key and then writing, with reads held
@@ -77,7 +58,7 @@ func verifyAll(t *testing.T, e *env, key string, n int) map[Code]int {
 	var mu sync.Mutex
 	counts := map[Code]int{}
 	var failures atomic.Int64
-	release(n, func(int) {
+	testrace.Release(n, func(int) {
 		r, err := m.Verify(context.Background(), key)
 		if err != nil {
 			failures.Add(1)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -128,7 +129,7 @@ func TestNamedLimitsUnderConcurrency(t *testing.T) {
 		key, k := e.create(t, CreateParams{Remaining: quota(1000), RateLimit: noRateLimit(),
 			Limits: map[string]NamedLimit{"tokens": {Max: max, Window: time.Hour}}})
 		var admitted, limited atomic.Int64
-		release(callers, func(int) {
+		testrace.Release(callers, func(int) {
 			r, err := e.m.Verify(context.Background(), key, LimitCost("tokens", cost))
 			switch {
 			case err != nil:

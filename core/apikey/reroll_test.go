@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -263,7 +264,7 @@ func TestRerollUnderConcurrentVerification(t *testing.T) {
 		var fresh atomic.Pointer[string]
 		rerolled := make(chan struct{})
 		var admitted, exceeded atomic.Int64
-		release(callers+1, func(i int) {
+		testrace.Release(callers+1, func(i int) {
 			if i == callers {
 				defer close(rerolled)
 				p, _, err := e.m.Reroll(context.Background(), k.ID, time.Hour)

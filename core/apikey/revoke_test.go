@@ -14,6 +14,7 @@ import (
 
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -269,7 +270,7 @@ func raceRevocation(t *testing.T, m *Manager, key string, id int64, rv revocatio
 	var returned atomic.Bool
 	var staleCount atomic.Int64
 	var once sync.Once
-	release(verifiers+1, func(i int) {
+	testrace.Release(verifiers+1, func(i int) {
 		if i == 0 {
 			if err := rv.apply(ctx, m, id); err != nil {
 				t.Errorf("the change: %v", err)

@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -316,7 +317,7 @@ func TestSchemaCheckedOnceUnderConcurrency(t *testing.T) {
 	key, _ := plain.create(t, CreateParams{RateLimit: noRateLimit()})
 	e := newEnvOn(t, s.Memory, s)
 	var valid atomic.Int64
-	release(32, func(int) {
+	testrace.Release(32, func(int) {
 		if r, err := e.m.Verify(context.Background(), key); err != nil {
 			t.Errorf("Verify: %v", err)
 		} else if r.Valid {
