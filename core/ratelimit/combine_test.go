@@ -13,6 +13,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -151,7 +152,7 @@ func (c *cluster) burst(t *testing.T, key string, rule ratelimit.Rule, n int, co
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		release(n, func(i int) {
+		testrace.Release(n, func(i int) {
 			outs[i].cost = cost(i)
 			outs[i].d, outs[i].err = c.procs[i%len(c.procs)].ConsumeN(context.Background(), key, rule, outs[i].cost)
 		})

@@ -239,8 +239,8 @@
 //   - limiter.go: ConsumeN validates the request, reads the clock, asks the
 //     denial cache, calls the storage's consume with the limiter's mode,
 //     and turns the state it reports into a [Decision];
-//   - key.go, rule.go and exact.go: the key's and the rule's validation,
-//     and what the mode computes exactly;
+//   - key.go and rule.go: the key's and the rule's validation, and what
+//     the mode computes exactly;
 //   - bounded.go: the bounded maps of the denial cache and of the
 //     remembered window starts;
 //   - database.go: the storage picks the algorithm for the mode (GCRA and
@@ -249,15 +249,14 @@
 //     the counter-row protocol (claim, increment, settle), which calls
 //     core.DB's IncrementValue, IncrementOne, FindOne and Create.
 //
-// Six files, as before the protocol was one: modes.go, which forwarded
-// each mode to its storage, is gone, and exact.go's checks of what a mode
-// computes exactly are new. Measured with a coverage profile of that one
-// decision, which also runs six files of package core (db.go,
+// Five files, six before the protocol was one: modes.go, which forwarded
+// each mode to its storage, is gone. Measured with a coverage profile of
+// that one decision, which also runs six files of package core (db.go,
 // db_value.go, where.go, naming.go, row.go, convert.go) and core/driver's
 // table.go before the adapter. Under [WithWriteCombining] it adds
-// combine.go (seven files, six before exact.go); under [GCRA],
-// database_gcra.go and gcra.go (eight, seven before: the database's GCRA
-// writes moved out of gcra.go, which holds arithmetic only).
+// combine.go (six files); under [GCRA], database_gcra.go and gcra.go
+// (seven: the database's GCRA writes moved out of gcra.go, which holds
+// arithmetic only).
 //
 // The algorithms are arithmetic over a key's counter, with no storage in
 // them: window.go (fixed and Better Auth windows), sliding.go and gcra.go.

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"math/bits"
 	"time"
 )
 
@@ -85,4 +86,18 @@ func gcraCounter(c counter, exists bool, rule Rule, cost, now int64) (counter, s
 	}
 	tat += cost * t
 	return counter{last: tat}, gcraState(rule, t, tat, now, true)
+}
+
+// gcraBurst is Max·T, the emission time a full GCRA bucket holds, in
+// milliseconds, and whether it is at most maxSpan (the product is taken in
+// 128 bits, so it never wraps). A rule of Max 0 holds none.
+func gcraBurst(r Rule) (int64, bool) {
+	if r.Max <= 0 {
+		return 0, true
+	}
+	hi, lo := bits.Mul64(uint64(r.Max), uint64(gcraInterval(r)))
+	if hi != 0 || lo > uint64(maxSpan) {
+		return 0, false
+	}
+	return int64(lo), true
 }

@@ -3,7 +3,6 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/internal/testclock"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -106,32 +106,12 @@ func runSteps(t *testing.T, l *ratelimit.Limiter, c *clock, key string, rule rat
 	}
 }
 
-// release runs fn in n goroutines released at once from a barrier, and
-// waits for them all.
-func release(n int, fn func(i int)) {
-	var ready, done sync.WaitGroup
-	gate := make(chan struct{})
-	ready.Add(n)
-	done.Add(n)
-	for i := 0; i < n; i++ {
-		go func() {
-			defer done.Done()
-			ready.Done()
-			<-gate
-			fn(i)
-		}()
-	}
-	ready.Wait()
-	close(gate)
-	done.Wait()
-}
-
 // burst releases n requests of cost on key at the clock's instant and
 // returns how many were admitted.
 func burst(t *testing.T, l *ratelimit.Limiter, key string, rule ratelimit.Rule, n int, cost int64) int64 {
 	t.Helper()
 	var admitted atomic.Int64
-	release(n, func(int) {
+	testrace.Release(n, func(int) {
 		d, err := l.ConsumeN(context.Background(), key, rule, cost)
 		if err != nil {
 			t.Error(err)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core/driver"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -71,7 +72,7 @@ func TestBurstInProcessStorages(t *testing.T) {
 		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
 		rule := ratelimit.Rule{Window: time.Minute, Max: 10}
 		var admitted atomic.Int64
-		release(64, func(int) {
+		testrace.Release(64, func(int) {
 			d, err := l.Consume(context.Background(), "burst", rule)
 			if err != nil {
 				t.Error(err)
@@ -92,7 +93,7 @@ func TestManyKeysConcurrently(t *testing.T) {
 	l := newLimiter(t, ratelimit.Memory(10000), ratelimit.WithClock(c.Now))
 	rule := ratelimit.Rule{Window: time.Minute, Max: 3}
 	var admitted atomic.Int64
-	release(64, func(i int) {
+	testrace.Release(64, func(i int) {
 		for j := 0; j < 50; j++ {
 			d, err := l.Consume(context.Background(), fmt.Sprint("key", j), rule)
 			if err != nil {
