@@ -57,7 +57,7 @@ func TestGeneratedORMCode(t *testing.T) {
 }
 
 // writeChildModule copies testdata/child into dir and makes it a module
-// requiring this one, gen and core from their folders, with this module's
+// requiring this one, gen, core and the SQL engine from their folders, with this module's
 // go.sum, so that it builds offline from the module cache.
 func writeChildModule(t *testing.T, dir string) {
 	t.Helper()
@@ -86,10 +86,11 @@ func writeChildModule(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	gomod := "module " + childModule + "\n\ngo 1.26.0\n\nrequire (\n"
-	for _, m := range []string{"core", "gen", "gen/proof"} {
+	for _, m := range []string{"adapters/sql", "core", "gen", "gen/proof"} {
 		gomod += "\tgithub.com/sluice-go/sluice/" + m + " v0.0.0-00010101000000-000000000000\n"
 	}
 	gomod += ")\n\nreplace (\n" +
+		"\tgithub.com/sluice-go/sluice/adapters/sql => " + filepath.Join(proof, "..", "..", "adapters", "sql") + "\n" +
 		"\tgithub.com/sluice-go/sluice/core => " + filepath.Join(proof, "..", "..", "core") + "\n" +
 		"\tgithub.com/sluice-go/sluice/gen => " + filepath.Join(proof, "..") + "\n" +
 		"\tgithub.com/sluice-go/sluice/gen/proof => " + proof + "\n)\n"
