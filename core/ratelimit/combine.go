@@ -66,10 +66,7 @@ type waiter struct {
 func (c *combiner) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
 	// The checks run before queueing: a batch never calls them for its
 	// followers.
-	if err := c.s.fits(key); err != nil {
-		return state{}, err
-	}
-	if err := c.s.ready(ctx); err != nil {
+	if err := c.s.prepare(ctx, key); err != nil {
 		return state{}, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -98,6 +98,15 @@ func (s *dbStorage) fits(key string) error {
 	return nil
 }
 
+// prepare runs the checks every read or write of a key's row needs first:
+// the key fits the column, and the table has been checked.
+func (s *dbStorage) prepare(ctx context.Context, key string) error {
+	if err := s.fits(key); err != nil {
+		return err
+	}
+	return s.ready(ctx)
+}
+
 // consume decides a lone request: under a fixed or Better Auth window, a
 // claim of cost units (see claim below).
 func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, attempts int) (state, error) {
@@ -107,10 +116,7 @@ func (s *dbStorage) consume(ctx context.Context, key string, rule Rule, cost, no
 	case GCRA:
 		return s.consumeGCRA(ctx, key, rule, cost, now, attempts)
 	}
-	if err := s.fits(key); err != nil {
-		return state{}, err
-	}
-	if err := s.ready(ctx); err != nil {
+	if err := s.prepare(ctx, key); err != nil {
 		return state{}, err
 	}
 	r := s.newClaim(key, rule, m, now, attempts)
@@ -165,10 +171,7 @@ func (s *dbStorage) peek(ctx context.Context, key string, rule Rule, now int64, 
 	case GCRA:
 		return s.peekGCRA(ctx, key, rule, now)
 	}
-	if err := s.fits(key); err != nil {
-		return state{}, err
-	}
-	if err := s.ready(ctx); err != nil {
+	if err := s.prepare(ctx, key); err != nil {
 		return state{}, err
 	}
 	row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))

@@ -32,10 +32,7 @@ import (
 // misses means the row changed since: try again. A wrong guess costs a
 // round trip, never exactness: every guard is in the database.
 func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost, now int64, attempts int) (state, error) {
-	if err := s.fits(key); err != nil {
-		return state{}, err
-	}
-	if err := s.ready(ctx); err != nil {
+	if err := s.prepare(ctx, key); err != nil {
 		return state{}, err
 	}
 	t := gcraInterval(rule)
@@ -154,10 +151,7 @@ func (t *tatMemo) get() *boundedMap[int64] {
 }
 
 func (s *dbStorage) peekGCRA(ctx context.Context, key string, rule Rule, now int64) (state, error) {
-	if err := s.fits(key); err != nil {
-		return state{}, err
-	}
-	if err := s.ready(ctx); err != nil {
+	if err := s.prepare(ctx, key); err != nil {
 		return state{}, err
 	}
 	row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", key))
