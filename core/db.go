@@ -29,7 +29,8 @@ type DB struct {
 	value      driver.ValueIncrementer
 	cheapValue bool
 	txr        driver.Transactor // nil: no transactions
-	inTx       bool              // bound to a transaction (made by InTx)
+	inTx       bool              // bound to a transaction (made by InTx or WithTx)
+	root       *DB               // the DB a bound one derives from; nil for a root
 	owned      bool              // the adapter's records are DB's to reuse (driver.RecordOwner)
 }
 
@@ -367,7 +368,7 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 // otherwise the fallback runs directly in the transaction, whose guarded
 // write never needs undoing, and InTx refuses to nest.
 func (db *DB) bind(tx driver.Adapter) *DB {
-	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true, owned: ownsRecords(tx)}
+	inner := &DB{adapter: tx, schema: db.schema, txr: sameTx{tx}, inTx: true, owned: ownsRecords(tx), root: db.Root()}
 	if nested, ok := tx.(driver.Transactor); ok {
 		inner.txr = nested
 	}

@@ -161,3 +161,20 @@ type RecordOwner interface {
 type TableCreator interface {
 	CreateTables(ctx context.Context, tables []*Table) error
 }
+
+// TxBinder is implemented by adapters that can run on a transaction the
+// caller began with the adapter's own ORM and ends themselves: a *sql.Tx,
+// a *gorm.DB in a transaction, a bun.Tx, an ent transaction, a pgx.Tx.
+// core.DB.WithTx calls it.
+//
+// BindTx returns an adapter bound to tx, of the same engine as the
+// receiver (dialect, statement cache), that never commits or rolls tx back
+// and whose [Transactor], when it has one, opens savepoints in tx. It
+// refuses, with an error wrapping [ErrInvalid] and before any statement,
+// a nil handle, a handle of a type it does not take, and one it can tell
+// is not a transaction of the receiver's database without a round trip.
+// A handle already committed or rolled back is told by its first
+// statement, which fails wrapping ErrInvalid too.
+type TxBinder interface {
+	BindTx(tx any) (Adapter, error)
+}

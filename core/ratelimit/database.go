@@ -27,7 +27,9 @@ func Database(db *core.DB) Storage {
 
 type dbStorage struct {
 	db      *core.DB
-	keySize int // the key column's length; 0 for unbounded
+	tx      bool       // bound to a caller's transaction (Limiter.In): no memory, locking reads
+	base    *dbStorage // in a transaction, the limiter's own storage, whose schema check counts
+	keySize int        // the key column's length; 0 for unbounded
 
 	// starts remembers the start of each key's live window as this
 	// process last saw it stored. The in-window increment then guards on
@@ -70,6 +72,9 @@ func (s *dbStorage) check(Mode) error {
 // ready runs the schema check until it succeeds once. Concurrent first
 // callers wait for one check rather than each run their own.
 func (s *dbStorage) ready(ctx context.Context) error {
+	if s.base != nil {
+		return s.base.ready(ctx)
+	}
 	if s.checked.Load() {
 		return nil
 	}
@@ -210,6 +215,9 @@ func (r *request) release() {
 }
 
 func (s *dbStorage) reset(ctx context.Context, key string) error {
+	if s.tx {
+		return errTxReset
+	}
 	if err := s.fits(key); err != nil {
 		return err
 	}
@@ -334,7 +342,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 		if n, ok, err = s.db.IncrementValue(ctx, inc); ok {
 			r.count, r.last, r.known = n, r.start, true
 		}
-	case !s.db.NativeValueIncrement():
+	case !s.db.NativeValueIncrement() || s.tx:
 		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.now-r.w), core.Lte("count", bound))
 		var row core.Row
 		if row, ok, err = s.db.IncrementOne(ctx, inc); ok {
@@ -355,7 +363,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 // caller resets), or learns a live window's state. done means k was
 // claimed; lost, that a concurrent caller won the create or the reset.
 func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, lost bool, err error) {
-	row, found, err := s.db.FindOne(ctx, model, core.Eq("key", r.key))
+	row, found, err := s.readRow(ctx, r.key)
 	if err != nil {
 		return false, false, err
 	}

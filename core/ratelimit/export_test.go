@@ -12,3 +12,15 @@ func DenialCacheLen(l *Limiter) int { return l.denials.len() }
 
 // MemoryLen returns how many counters a Memory storage holds.
 func MemoryLen(s Storage) int { return s.(*memStorage).len() }
+
+// InSharingCaches is a broken In for the tests that prove In's can fail:
+// its view records denials in l's denial cache and remembers window
+// starts in l's storage, as a view that kept the limiter's memory would.
+func InSharingCaches(l *Limiter, tx any) *Limiter {
+	v := l.In(tx)
+	if v.txErr == nil {
+		v.denials = l.denials
+		v.store.(*dbStorage).starts = l.store.(*dbStorage).starts
+	}
+	return v
+}

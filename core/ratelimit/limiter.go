@@ -57,6 +57,12 @@ type Limiter struct {
 	comb     *combiner           // nil: no write combining
 	observe  func(context.Context, Event)
 
+	// parent is the limiter that In made this view of, bound to a
+	// caller's transaction; nil for a limiter made by New. txErr, in a
+	// view, is why it cannot decide (see tx.go).
+	parent *Limiter
+	txErr  error
+
 	// start, when set, is the time at New of a limiter on [Memory] with
 	// the default clock, which counts from it by the monotonic clock (see
 	// [Memory]): one clock read per decision where time.Now takes two.
@@ -264,7 +270,7 @@ func (l *Limiter) usable() error {
 	if l == nil || l.store == nil || l.clock == nil {
 		return invalidf("the Limiter is not initialised: make it with ratelimit.New")
 	}
-	return nil
+	return l.txErr
 }
 
 // CheckRule reports, before any request is decided, whether l can decide

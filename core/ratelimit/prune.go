@@ -39,6 +39,9 @@ func (l *Limiter) StartPruning(ctx context.Context, every time.Duration, onError
 	if err := l.usable(); err != nil {
 		return err
 	}
+	if l.parent != nil {
+		return errTxPruning
+	}
 	if every <= 0 {
 		return invalidf("StartPruning: interval %v must be positive", every)
 	}
