@@ -30,5 +30,13 @@
 //	if err != nil { … }
 //	http.Handle("/api/", limit(requireKey(api)))
 //
+// On the client side, [Transport] is an http.RoundTripper that reads a
+// denial's Retry-After, RateLimit and RateLimit-Policy fields
+// ([ParseRetryAfter], [ParseRateLimit], [ParseRateLimitPolicy]) and waits
+// and retries, bounded by its MaxWait and the request's context, or fails
+// fast with a [*RateLimitedError] carrying the wait:
+//
+//	client := &http.Client{Transport: &sluicehttp.Transport{MaxWait: 30 * time.Second}}
+//
 // This module needs only the standard library and sluice's core.
 package sluicehttp
