@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
 	"time"
 
@@ -76,7 +77,7 @@ func TestMaxZeroDeniesEverything(t *testing.T) {
 		for _, cost := range []int64{1, 0, 1} {
 			d, err := l.ConsumeN(ctx, "zero", rule, cost)
 			want := ratelimit.Decision{Limit: 0, Reset: t0.Add(time.Minute), RetryAfter: time.Minute}
-			if err != nil || d != want {
+			if err != nil || !reflect.DeepEqual(d, want) {
 				t.Fatalf("cost %d: %+v, %v; want %+v", cost, d, err, want)
 			}
 		}

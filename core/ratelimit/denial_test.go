@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -45,7 +46,7 @@ func TestDenialCache(t *testing.T) {
 				for _, cost := range []int64{1, 0, 2} {
 					d, err := l.ConsumeN(ctx, "full", rule3, cost)
 					want := ratelimit.Decision{Limit: 3, Remaining: 0, Reset: t0.Add(end), RetryAfter: end - at}
-					if err != nil || d != want {
+					if err != nil || !reflect.DeepEqual(d, want) {
 						t.Fatalf("cached denial at %v cost %d: %+v, %v; want %+v", at, cost, d, err, want)
 					}
 				}

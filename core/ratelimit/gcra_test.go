@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -110,7 +111,7 @@ func TestGCRAReset(t *testing.T) {
 		}
 		d, err := l.ConsumeN(ctx, "k", gcraRule, 4)
 		want := ratelimit.Decision{Allowed: true, Limit: 4, Remaining: 0, Reset: t0.Add(time.Second)}
-		if err != nil || d != want {
+		if err != nil || !reflect.DeepEqual(d, want) {
 			t.Fatalf("after Reset: %+v, %v; want %+v", d, err, want)
 		}
 	})

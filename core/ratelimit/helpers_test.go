@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,7 +101,7 @@ func runSteps(t *testing.T, l *ratelimit.Limiter, c *clock, key string, rule rat
 			t.Fatalf("step %d at %v: %v", i, s.at, err)
 		}
 		want := ratelimit.Decision{Allowed: s.allowed, Limit: rule.Max, Remaining: s.remaining, Reset: t0.Add(s.reset), RetryAfter: s.retry}
-		if d != want {
+		if !reflect.DeepEqual(d, want) {
 			t.Errorf("step %d at %v cost %d:\n got %+v\nwant %+v", i, s.at, s.cost, d, want)
 		}
 	}

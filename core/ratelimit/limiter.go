@@ -243,7 +243,8 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 			st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
 		}
 		if err != nil {
-			open := l.failOpen && outage(ctx, err)
+			// A shadow rule never denies: its storage failing admits.
+			open := (l.failOpen || rule.Shadow) && outage(ctx, err)
 			return Decision{Allowed: open, Limit: rule.Max}, keyError(key, err)
 		}
 		if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
@@ -251,6 +252,9 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 		}
 	}
 	l.decide(&d, rule, now, cost, st)
+	if rule.Shadow && !d.Allowed {
+		d.Allowed, d.WouldDeny, d.RetryAfter = true, true, 0
+	}
 	return d, nil
 }
 

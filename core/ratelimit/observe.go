@@ -29,11 +29,15 @@ type Event struct {
 	RoundTrips int64
 }
 
-// Outcome is "allowed", "denied" or "error": the label metrics count by.
+// Outcome is "allowed", "denied", "shadow" (admitted, but a shadow rule
+// would have denied: [Decision.WouldDeny]) or "error": the label metrics
+// count by.
 func (e Event) Outcome() string {
 	switch {
 	case e.Err != nil:
 		return "error"
+	case e.Decision.Allowed && e.Decision.WouldDeny:
+		return "shadow"
 	case e.Decision.Allowed:
 		return "allowed"
 	}

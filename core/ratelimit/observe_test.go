@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -42,7 +43,7 @@ func TestObserverSeesEveryDecision(t *testing.T) {
 			if e.Outcome() != want || e.Rule != rule || e.Latency < 0 || e.Start.IsZero() {
 				t.Errorf("event %d: %+v, outcome %s; want %s", i, e, e.Outcome(), want)
 			}
-			if i < 4 && (e.Decision != got[i] || e.Key != "k" || e.Err != nil) {
+			if i < 4 && (!reflect.DeepEqual(e.Decision, got[i]) || e.Key != "k" || e.Err != nil) {
 				t.Errorf("event %d: decision %+v key %q err %v; the caller got %+v", i, e.Decision, e.Key, e.Err, got[i])
 			}
 		}

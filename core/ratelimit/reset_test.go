@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func TestResetClearsOneKey(t *testing.T) {
 		}
 		d, err := l.Consume(ctx, "client", rule)
 		want := ratelimit.Decision{Allowed: true, Limit: 2, Remaining: 1, Reset: t0.Add(70 * time.Second)}
-		if err != nil || d != want {
+		if err != nil || !reflect.DeepEqual(d, want) {
 			t.Fatalf("Consume after Reset = %+v, %v; want %+v", d, err, want)
 		}
 		if d, err := l.Consume(ctx, "other", rule); err != nil || d.Allowed {

@@ -15,6 +15,17 @@ type Rule struct {
 	Window time.Duration
 	// Max is how many units a window admits. 0 denies every request.
 	Max int64
+	// Name names the rule in a [Policy], in its storage keys, in the
+	// decision's [RuleDecision] and in response headers: 1 to
+	// [MaxRuleNameLength] ASCII letters, digits, '-', '_' or '.'. "" reads
+	// as "default" for a lone rule; a policy's rules need names.
+	Name string
+	// Shadow makes the rule count requests and report a denial as
+	// [Decision.WouldDeny] without ever denying one: a shadow rule counts
+	// while it admits, and what it would deny is admitted uncounted by it.
+	// Roll a new limit out in shadow mode, watch its would-deny outcomes
+	// (the observer's "shadow", headers), then turn Shadow off.
+	Shadow bool
 }
 
 // Unlimited is the rule that exempts a request from middleware (sluicehttp,
@@ -45,7 +56,7 @@ func (r Rule) problem() string {
 	case r.Max < 0:
 		return fmt.Sprintf("rule max %d must not be negative", r.Max)
 	}
-	return ""
+	return nameProblem(r.Name)
 }
 
 // Decision is the answer to one request.
@@ -62,6 +73,19 @@ type Decision struct {
 	// RetryAfter is how long a denied request should wait: Reset − now.
 	// It is 0 when the request was allowed.
 	RetryAfter time.Duration
+	// DeniedBy names the policy's rule that denied the request, the
+	// binding rule below ([Rule.Name]): "" when the request was allowed,
+	// and for a lone rule's decision.
+	DeniedBy string
+	// WouldDeny reports that a shadow rule ([Rule.Shadow]) would have
+	// denied the request: Allowed stays true.
+	WouldDeny bool
+	// Rules holds one decision per rule of a [Policy], in the policy's
+	// order; nil for a lone rule (see [Decision.PerRule]). The fields above
+	// then report the binding rule: when denied, the denying non-shadow
+	// rule with the longest RetryAfter; otherwise the rule with the fewest
+	// Remaining (the first of them, on a tie).
+	Rules []RuleDecision
 }
 
 func invalidf(format string, args ...any) error {

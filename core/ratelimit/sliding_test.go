@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -158,7 +159,7 @@ func TestSlidingMatchesModel(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					if want := m.decide(now, cost); got != want {
+					if want := m.decide(now, cost); !reflect.DeepEqual(got, want) {
 						t.Fatalf("request %d at +%d ms cost %d:\n got %+v\nwant %+v", i, now-t0.UnixMilli(), cost, got, want)
 					}
 				}
