@@ -19,7 +19,7 @@ const counterModel = "counter"
 
 // maxContentionRetries bounds how often a caller repeats a request that
 // failed with core.ErrContention. The transaction fallback gives up after
-// core.FallbackAttempts lost races, which under the suite's load is normal:
+// 100 lost races, which under the suite's load is normal:
 // an application retries it, and so do the race cases, so that they can
 // still count exact outcomes. A caller that never gets through is a failure.
 const maxContentionRetries = 10000

@@ -10,19 +10,19 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// FallbackAttempts bounds how many transactions the IncrementOne fallback
+// fallbackAttempts bounds how many transactions the IncrementOne fallback
 // runs for one call before it gives up with [ErrContention]. With the
-// pauses between them (see [FallbackMaxWait]) a loser keeps trying for as
+// pauses between them (see fallbackMaxWait) a loser keeps trying for as
 // long as a burst on one row takes to drain: under 64 concurrent callers it
 // may have to let some 63 winners go first.
-const FallbackAttempts = 100
+const fallbackAttempts = 100
 
-// FallbackMaxWait bounds the pauses of one fallback call, added up: the
-// sum of the caps of its FallbackAttempts−1 pauses, 1+2+4+8+16 ms and then
+// fallbackMaxWait bounds the pauses of one fallback call, added up: the
+// sum of the caps of its fallbackAttempts−1 pauses, 1+2+4+8+16 ms and then
 // 32 ms each, about 3 s. The transactions come on top; the context's
 // deadline cuts both short.
-const FallbackMaxWait = (1<<fallbackRampPauses-1)*fallbackBackoff +
-	(FallbackAttempts-1-fallbackRampPauses)*fallbackMaxBackoff
+const fallbackMaxWait = (1<<fallbackRampPauses-1)*fallbackBackoff +
+	(fallbackAttempts-1-fallbackRampPauses)*fallbackMaxBackoff
 
 // The pause after lost race number n (from 0) is drawn uniformly from
 // [0, min(fallbackBackoff·2^n, fallbackMaxBackoff)): short at first, so a
@@ -46,7 +46,7 @@ var errLostRace = errors.New("lost race")
 // rolls back and, after a pause, starts again.
 func (db *DB) fallbackIncrement(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	pk := t.PrimaryKey()
-	for attempt := 0; attempt < FallbackAttempts; attempt++ {
+	for attempt := 0; attempt < fallbackAttempts; attempt++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -102,13 +102,13 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *driver.Table, where []dr
 		// serialization failure): nothing of it took effect, so try again.
 		// Inside a caller's transaction such an abort ends the whole
 		// transaction, so it is the caller's to repeat.
-		if attempt < FallbackAttempts-1 { // no pause after the last attempt
+		if attempt < fallbackAttempts-1 { // no pause after the last attempt
 			if err := pause(ctx, fallbackPause(attempt)); err != nil {
 				return nil, err
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w: IncrementOne fallback lost the race %d times", ErrContention, FallbackAttempts)
+	return nil, fmt.Errorf("%w: IncrementOne fallback lost the race %d times", ErrContention, fallbackAttempts)
 }
 
 // fallbackPause draws the pause after lost race number attempt (from 0).

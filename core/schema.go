@@ -2,15 +2,12 @@ package core
 
 import "github.com/sluice-go/sluice/core/driver"
 
-// Field describes one field of a [Model]; FieldType is its logical type,
-// which each adapter and the generator map to a column type of its
-// dialect. Integers are int64 everywhere; times are instants stored in UTC
+// Field describes one field of a [Model]. Its Type is its logical type
+// (TypeString, TypeInt, TypeBool or TypeTime), which each adapter and the
+// generator map to a column type of its dialect. Integers are int64 everywhere; times are instants stored in UTC
 // with millisecond precision (timestamptz on PostgreSQL, DATETIME(3) on
 // MySQL, fixed-width ISO-8601 text on SQLite).
-type (
-	Field     = driver.Field
-	FieldType = driver.FieldType
-)
+type Field = driver.Field
 
 // The field types.
 const (
@@ -40,9 +37,9 @@ const (
 	ModelAPIKeyLimit = "apikeyLimit"
 )
 
-// RateLimitModel returns the rateLimit model (SPEC section 5): one counter per
+// rateLimitModel returns the rateLimit model (SPEC section 5): one counter per
 // key, with the start of its window as epoch milliseconds.
-func RateLimitModel() Model {
+func rateLimitModel() Model {
 	return Model{Name: ModelRateLimit, Comment: "one rate-limit counter per key", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "the limited subject, such as client IP and path"},
@@ -51,8 +48,8 @@ func RateLimitModel() Model {
 	}}
 }
 
-// APIKeyModel returns the apikey model (SPEC section 6).
-func APIKeyModel() Model {
+// apiKeyModel returns the apikey model (SPEC section 6).
+func apiKeyModel() Model {
 	return Model{Name: ModelAPIKey, Comment: "one API key, stored as its hash", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "configId", Type: TypeString, Default: "default", Index: true, Size: 255, Comment: "which key configuration issued the key"},
@@ -79,12 +76,12 @@ func APIKeyModel() Model {
 	}}
 }
 
-// RerolledKeyModel returns the rerolledKey model: the earlier hash of a
+// rerolledKeyModel returns the rerolledKey model: the earlier hash of a
 // rerolled API key, which still opens the key until expiresAt (its grace
 // period). It is a table of its own, so an apikey table shared with a
 // Better Auth deployment keeps its columns; a deployment without it works
 // as before, and only rerolling needs it.
-func RerolledKeyModel() Model {
+func rerolledKeyModel() Model {
 	return Model{Name: ModelRerolledKey, Optional: true, Comment: "an earlier hash of a rerolled API key, valid until its grace period ends", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "SHA-256 of the earlier key, base64url without padding"},
@@ -94,11 +91,11 @@ func RerolledKeyModel() Model {
 	}}
 }
 
-// APIKeyLimitModel returns the apikeyLimit model: one named rate limit
+// apiKeyLimitModel returns the apikeyLimit model: one named rate limit
 // (such as "tokens") of an API key, or of an owner, shared by all the
 // owner's keys, with its counter. Like rerolledKey it is a table of its
 // own, which only keys with named limits need.
-func APIKeyLimitModel() Model {
+func apiKeyLimitModel() Model {
 	return Model{Name: ModelAPIKeyLimit, Optional: true, Comment: "one named rate limit of an API key, with its counter", Fields: []Field{
 		{Name: "id", Type: TypeInt, Primary: true},
 		{Name: "key", Type: TypeString, Unique: true, Size: 255, Comment: "id:name for a key's limit, o:hash:name for an owner's (hash: SHA-256 of the owner)"},
@@ -115,5 +112,5 @@ func APIKeyLimitModel() Model {
 // BuiltinModels returns the rateLimit, apikey, rerolledKey and apikeyLimit
 // models, in that order.
 func BuiltinModels() []Model {
-	return []Model{RateLimitModel(), APIKeyModel(), RerolledKeyModel(), APIKeyLimitModel()}
+	return []Model{rateLimitModel(), apiKeyModel(), rerolledKeyModel(), apiKeyLimitModel()}
 }

@@ -190,7 +190,7 @@ func (p *Plan) diffIndex(d Dialect, names ddl.IndexNames, t *driver.Table, c dri
 
 // typeFamily maps a catalog type to the field type it can hold, or 0 for
 // a type gen does not recognise.
-func typeFamily(d Dialect, typ string) core.FieldType {
+func typeFamily(d Dialect, typ string) driver.FieldType {
 	t := strings.ToLower(strings.TrimSpace(typ))
 	switch {
 	case d == MySQL && (strings.HasPrefix(t, "tinyint(1)") || t == "bit(1)"):

@@ -73,8 +73,8 @@ type Adapter interface {
 // primary key, guarded on the original where plus each incremented column
 // equal to the value read. A lost race rolls back and retries after a random
 // pause (full jitter, the cap doubling from 1 ms up to 32 ms), for at most
-// core.FallbackAttempts transactions in all, then fails with [ErrContention]:
-// one call pauses for at most core.FallbackMaxWait (about 3 s) on top of its
+// 100 transactions in all, then fails with [ErrContention]:
+// one call pauses for at most about 3 s (1+2+4+8+16 ms, then 32 ms) on top of its
 // transactions, enough for a loser to outlast a burst of 64 callers on one
 // row. The context cuts it short: no pause or new attempt outlasts ctx, and
 // a call that ctx ends returns ctx's error, not ErrContention. An adapter

@@ -58,7 +58,7 @@
 // at the state read; a live one with room is claimed again, guarded on its
 // start. Each pass that loses a race (a write that matched nothing, a
 // conflict, a reset another caller made) counts one attempt, at most
-// [DefaultMaxAttempts] by default and never past the context's end; then
+// 10 by default ([WithMaxAttempts]) and never past the context's end; then
 // the result is an error wrapping core.ErrContention.
 //
 // Before its first decision the storage checks that the table has what
@@ -97,7 +97,7 @@
 // then counts with one guarded write: count += c guarded on count ≤ Max −
 // c − the weighted previous count (or creates the row, a unique conflict
 // meaning a concurrent opener won); a denial is the read alone. A write
-// that misses reads the current row again, at most [DefaultMaxAttempts]
+// that misses reads the current row again, at most [WithMaxAttempts]
 // times. The previous window's row is read on every decision rather than
 // remembered, so a write to it landing late, from a process whose clock is
 // behind, still weighs. Rows are needed until two windows after their

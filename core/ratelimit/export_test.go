@@ -24,3 +24,6 @@ func InSharingCaches(l *Limiter, tx any) *Limiter {
 	}
 	return v
 }
+
+// DefaultDenialCacheSize is the denial cache's default size.
+const DefaultDenialCacheSize = defaultDenialCacheSize

@@ -24,9 +24,25 @@ func checkKey(key string) error {
 	return nil
 }
 
-// MaxKeyLength is the longest key [SafeKey] returns, in bytes: the default
-// key column holds 255 characters, and a character is at least a byte.
-const MaxKeyLength = 255
+// How a limiter names what it stores.
+const (
+	// MaxKeyLength is the longest key [SafeKey] returns, in bytes: the
+	// default key column holds 255 characters, and a character is at
+	// least a byte.
+	MaxKeyLength = 255
+	// SecondaryPrefix is put before every key a limiter stores in a
+	// secondary storage.
+	SecondaryPrefix = "ratelimit:"
+	// SlidingSeparator joins a key and a window number in the names of the
+	// counters [SlidingWindow] keeps in database and secondary storage: the
+	// counter of window i (the window starting at i×Window epoch milliseconds)
+	// of key k is named k + "#" + i in decimal, so a key has one counter per
+	// window. No key [SafeKey] returns ends with "#" and digits only, so these
+	// names never meet a fixed-window key made by SafeKey. A key too long for
+	// the key column with the suffix is stored by its digest instead (see
+	// [Limiter.ConsumeN]).
+	SlidingSeparator = "#"
+)
 
 // SafeKey turns any string, such as one built from a request's path or
 // headers, into a key every storage can hold, without letting two distinct

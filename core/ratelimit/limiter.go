@@ -35,13 +35,15 @@ const (
 	GCRA
 )
 
-// DefaultMaxAttempts is how many times a request may lose a race (a guarded
+// defaultMaxAttempts is how many times a request may lose a race (a guarded
 // write that matched nothing, or a unique conflict on a fresh key) before
-// the limiter gives up with an error.
-const DefaultMaxAttempts = 10
-
-// DefaultDenialCacheSize is how many denied keys a limiter remembers.
-const DefaultDenialCacheSize = 10000
+// the limiter gives up with an error; defaultDenialCacheSize is how many
+// denied keys a limiter remembers. WithMaxAttempts and WithDenialCache
+// state them.
+const (
+	defaultMaxAttempts     = 10
+	defaultDenialCacheSize = 10000
+)
 
 // Limiter decides requests against a [Storage]. It is safe for concurrent
 // use. Several limiters, in one process or many, may share one database or
@@ -114,11 +116,12 @@ func WithMode(m Mode) Option { return func(o *options) { o.mode = m } }
 func WithFailOpen() Option { return func(o *options) { o.failOpen = true } }
 
 // WithMaxAttempts bounds how many races one request may lose before it
-// fails (default [DefaultMaxAttempts], at least 1).
+// fails (default 10, at least 1): a race is a guarded write that matched
+// nothing, or a unique conflict on a fresh key.
 func WithMaxAttempts(n int) Option { return func(o *options) { o.attempts = n } }
 
 // WithDenialCache sets how many denied keys the limiter remembers (default
-// [DefaultDenialCacheSize]); 0 turns the denial cache off. [Memory] storage
+// 10 000); 0 turns the denial cache off. [Memory] storage
 // has no use for one: it answers a denial at the cost of a cache lookup.
 func WithDenialCache(n int) Option { return func(o *options) { o.cache = n } }
 
@@ -138,7 +141,7 @@ func WithWriteCombining() Option { return func(o *options) { o.combine = true } 
 
 // New returns a limiter on s.
 func New(s Storage, opts ...Option) (*Limiter, error) {
-	o := options{clock: time.Now, attempts: DefaultMaxAttempts, cache: DefaultDenialCacheSize}
+	o := options{clock: time.Now, attempts: defaultMaxAttempts, cache: defaultDenialCacheSize}
 	for i, opt := range opts {
 		if opt == nil {
 			return nil, invalidf("New: option %d is nil", i)

@@ -9,10 +9,6 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// SecondaryPrefix is put before every key a limiter stores in a secondary
-// storage.
-const SecondaryPrefix = "ratelimit:"
-
 // Secondary keeps counters in a key-value store with expiry, such as Redis
 // (adapters/redis) or core/memory's Storage. A counter is created with the
 // window as its TTL and never extended, so only [FixedWindow] is possible.

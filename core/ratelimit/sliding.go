@@ -4,16 +4,6 @@ import (
 	"math/bits"
 )
 
-// SlidingSeparator joins a key and a window number in the names of the
-// counters [SlidingWindow] keeps in database and secondary storage: the
-// counter of window i (the window starting at i×Window epoch milliseconds)
-// of key k is named k + "#" + i in decimal, so a key has one counter per
-// window. No key [SafeKey] returns ends with "#" and digits only, so these
-// names never meet a fixed-window key made by SafeKey. A key too long for
-// the key column with the suffix is stored by its digest instead (see
-// [Limiter.ConsumeN]).
-const SlidingSeparator = "#"
-
 // slide is a key's two windows as seen at one instant: the current
 // window, which started at start, and the one before it.
 type slide struct {

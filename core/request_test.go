@@ -39,7 +39,7 @@ func TestNames(t *testing.T) {
 			t.Errorf("Op(%d).String() = %q, want %q", uint8(op), got, want)
 		}
 	}
-	types := map[core.FieldType]string{core.TypeString: "string", core.TypeInt: "int", core.TypeBool: "bool",
+	types := map[driver.FieldType]string{core.TypeString: "string", core.TypeInt: "int", core.TypeBool: "bool",
 		core.TypeTime: "time", 0: "FieldType(?)", 9: "FieldType(?)"}
 	for ft, want := range types {
 		if got := ft.String(); got != want {
@@ -52,7 +52,7 @@ func TestNames(t *testing.T) {
 // and the generator rely on.
 func TestBuiltinModels(t *testing.T) {
 	s := core.MustSchema(core.Naming{})
-	check := func(model, field string, typ core.FieldType, nullable, unique, index bool, def any) {
+	check := func(model, field string, typ driver.FieldType, nullable, unique, index bool, def any) {
 		t.Helper()
 		tb, _ := s.Table(model)
 		c, ok := tb.Column(field)
