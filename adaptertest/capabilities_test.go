@@ -238,4 +238,5 @@ func TestReadmeCaseCounts(t *testing.T) {
 	assert.Equal(t, []int{len(storageCases()), len(storageSequentialCases())}, count("\\| `RunStorage` \\| (\\d+): (\\d+) sequential"), "RunStorage")
 	assert.Equal(t, []int{len(concurrencyCases())}, count("\\| `RunConcurrency`, `RunConcurrencyStores` \\| (\\d+) \\|"), "RunConcurrency")
 	assert.Equal(t, []int{len(processCases())}, count("\\| `RunProcesses` \\| (\\d+) per target"), "RunProcesses")
+	assert.Equal(t, []int{len(clusterSuite()), len(clusterSuite()) - len(clusterCases())}, count("\\| `RunCluster` \\| (\\d+): the (\\d+) of `Run`"), "RunCluster")
 }

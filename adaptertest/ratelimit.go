@@ -51,14 +51,14 @@ func rlWindowRoll(mode ratelimit.Mode, pools int, late time.Duration) func(testi
 // rlT0 is the scenarios' start: a fixed instant, so runs are repeatable.
 const rlT0 = int64(1_767_225_600_000) // 2026-01-01T00:00:00Z
 
-func rlLimiters(f *Fixture, clock *Clock, mode ratelimit.Mode, pools int) ([]*ratelimit.Limiter, error) {
+func rlLimiters(f *Fixture, clock *Clock, mode ratelimit.Mode, pools int, opts ...ratelimit.Option) ([]*ratelimit.Limiter, error) {
 	dbs, err := f.DBs(pools)
 	if err != nil {
 		return nil, err
 	}
 	var out []*ratelimit.Limiter
 	for _, db := range dbs {
-		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.Now), ratelimit.WithMode(mode))
+		l, err := ratelimit.New(ratelimit.Database(db), append([]ratelimit.Option{ratelimit.WithClock(clock.Now), ratelimit.WithMode(mode)}, opts...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -109,9 +109,9 @@ func rlRow(ctx context.Context, f *Fixture, key string) (count, last int64, err 
 	return row.Int("count"), row.Int("lastRequest"), nil
 }
 
-func burstOnFreshKey(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, cost int64) error {
+func burstOnFreshKey(ctx context.Context, f *Fixture, mode ratelimit.Mode, pools int, cost int64, opts ...ratelimit.Option) error {
 	clock := NewClock(time.UnixMilli(rlT0))
-	ls, err := rlLimiters(f, clock, mode, pools)
+	ls, err := rlLimiters(f, clock, mode, pools, opts...)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,16 @@ type Features struct {
 	UpdateReturning bool
 	// InsertReturning: INSERT … RETURNING (PostgreSQL, SQLite, MariaDB 10.5+).
 	InsertReturning bool
+	// CausalReads: the server is a node of a MariaDB Galera cluster
+	// (wsrep_on), where a read may not yet see a commit made on another
+	// node. The reads whose answer is taken for the truth (FindOne,
+	// FindMany and Count, the read before a guarded write, the row locked
+	// before a write, the rows counted before an update) then wait, each
+	// for itself (SET STATEMENT wsrep_sync_wait=1 FOR …), until the node
+	// has applied every commit certified before them: a key created on one
+	// node is found at once on every other, never a false INVALID or a
+	// false denial. Writes need no wait: certification orders them.
+	CausalReads bool
 }
 
 // New returns the engine's adapter on exec. It asks the server for its
@@ -134,7 +144,7 @@ func (a *Adapter) Unwrap() any {
 
 // newBuilder starts a statement, not cached, in the engine's placeholder style.
 func (a *Adapter) newBuilder() *builder {
-	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar}
+	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar, causal: a.e.features.CausalReads}
 }
 
 // Transaction runs fn in a transaction. At the top level the engine begins

@@ -18,7 +18,24 @@ type builder struct {
 	d        Dialect
 	dollar   bool // $1, $2, … rather than ?
 	argsOnly bool
+	causal   bool // reads wait for the node to apply the cluster's commits (Features.CausalReads)
 }
+
+// read writes the start of a read whose empty or old answer would be
+// taken for the truth (no such key, no such row, nothing matched): on a
+// cluster with Features.CausalReads, prefixed so that the node first
+// applies every commit the cluster certified before it.
+func (b *builder) read(s string) {
+	if b.causal {
+		b.write(causalReadPrefix)
+	}
+	b.write(s)
+}
+
+// causalReadPrefix makes one MariaDB Galera statement causal: the node
+// waits until it has applied every write set certified before it began
+// (wsrep_sync_wait bit 1: reads), for this statement alone.
+const causalReadPrefix = "SET STATEMENT wsrep_sync_wait=1 FOR "
 
 func (b *builder) write(s string) {
 	if !b.argsOnly {
@@ -60,7 +77,7 @@ func (b *builder) columns(t *driver.Table) {
 // selectFirst writes "SELECT <columns> FROM t WHERE … ORDER BY pk LIMIT
 // 1", locking the row it reads when forUpdate.
 func (b *builder) selectFirst(t *driver.Table, where []driver.Where, forUpdate bool) {
-	b.write("SELECT ")
+	b.read("SELECT ")
 	b.columns(t)
 	b.write(" FROM ")
 	b.ident(t.Name)

@@ -124,7 +124,7 @@ func (a *Adapter) FindMany(ctx context.Context, t *driver.Table, where []driver.
 		return nil, fmt.Errorf("%w: sort by unknown column %q", core.ErrInvalid, sortBy)
 	}
 	b := a.newBuilder()
-	b.write("SELECT ")
+	b.read("SELECT ")
 	b.columns(t)
 	b.write(" FROM ")
 	b.ident(t.Name)
@@ -191,7 +191,7 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *driver.Table, where []drive
 		return n, err
 	}
 	c := a.newBuilder()
-	c.write("SELECT COUNT(*) FROM ")
+	c.read("SELECT COUNT(*) FROM ")
 	c.ident(t.Name)
 	c.where(where)
 	c.write(" FOR UPDATE")
@@ -271,7 +271,7 @@ func (a *Adapter) DeleteMany(ctx context.Context, t *driver.Table, where []drive
 // Count returns the number of matching rows.
 func (a *Adapter) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
 	b := a.newBuilder()
-	b.write("SELECT COUNT(*) FROM ")
+	b.read("SELECT COUNT(*) FROM ")
 	b.ident(t.Name)
 	b.where(where)
 	return retried(a, ctx, func() (int64, error) { return a.scalar(ctx, b.sb.String(), b.args) })

@@ -53,6 +53,7 @@ func (a *Adapter) probe(ctx context.Context) error {
 			return err
 		}
 		a.probeMySQL(ctx)
+		f.CausalReads = f.MariaDB && a.onGalera(ctx)
 	}
 	return nil
 }
@@ -113,4 +114,11 @@ func atLeast(version string, major, minor int) bool {
 		return false
 	}
 	return ma > major || (ma == major && mi >= minor)
+}
+
+// onGalera reports whether the MariaDB server is a node of a Galera
+// cluster: wsrep_on is ON. A server without the variable is not.
+func (a *Adapter) onGalera(ctx context.Context) bool {
+	n, err := a.scalar(ctx, "SELECT @@wsrep_on", nil)
+	return err == nil && n == 1
 }

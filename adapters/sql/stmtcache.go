@@ -31,7 +31,7 @@ func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []d
 	var buf [512]byte
 	key := appendShape(buf[:0], t, kind, where, inc, set)
 	b := builders.Get().(*builder)
-	*b = builder{d: a.e.features.Dialect, dollar: a.e.dollar,
+	*b = builder{d: a.e.features.Dialect, dollar: a.e.dollar, causal: a.e.features.CausalReads,
 		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}
 	defer builders.Put(b) // the text and the arguments are the caller's; the builder holds neither after
 	if m := a.e.stmts.Load(); m != nil {
