@@ -139,13 +139,14 @@ const maxRememberedStarts = 1 << 16
 // window is a remembered window: its start and end (epoch ms).
 type window struct{ start, end int64 }
 
-// start returns the remembered start of key's window, if it is live at now.
-func (s *dbStorage) start(key string, now, w int64) (int64, bool) {
+// start returns the remembered start of key's window, if it is live at now
+// (a start after after: see frame).
+func (s *dbStorage) start(key string, after, now int64) (int64, bool) {
 	if s.starts == nil {
 		return 0, false
 	}
 	win, ok := s.starts.get(key, now)
-	if !ok || now-win.start >= w || win.start > now {
+	if !ok || win.start <= after || win.start > now {
 		return 0, false
 	}
 	return win.start, true
@@ -234,12 +235,16 @@ func (s *dbStorage) reset(ctx context.Context, key string) error {
 
 // rowClaim is what one decision knows of a key's row while it claims.
 type rowClaim struct {
-	key      string
-	max, w   int64 // the rule's Max, and its window in ms
-	now      int64
-	better   bool // BetterAuthWindow: an admission moves the start to now
-	attempts int
-	misses   int // passes that lost a race (see claim)
+	key    string
+	max, w int64 // the rule's Max, and its window in ms (a calendar rule's: the current period's)
+	now    int64
+	// after and open are the rule's frame at now: a stored start at or
+	// before after is a window that is over; a window opened now starts at
+	// open (now, or a calendar period's start).
+	after, open int64
+	better      bool // BetterAuthWindow: an admission moves the start to now
+	attempts    int
+	misses      int // passes that lost a race (see claim)
 
 	// known: count and last are a state of the row in a window live at
 	// now, read or returned by a write.
@@ -255,10 +260,11 @@ type rowClaim struct {
 // newClaim begins a decision on key at now, with the window start this
 // process remembers for it (never under BetterAuthWindow, whose start moves).
 func (s *dbStorage) newClaim(key string, rule Rule, m Mode, now int64, attempts int) rowClaim {
-	r := rowClaim{key: key, max: rule.Max, w: rule.Window.Milliseconds(), now: now,
+	f := rule.frame(now)
+	r := rowClaim{key: key, max: rule.Max, w: f.w, now: now, after: f.after, open: f.open,
 		better: m == BetterAuthWindow, attempts: attempts}
 	if !r.better {
-		r.start, r.started = s.start(key, now, r.w)
+		r.start, r.started = s.start(key, r.after, now)
 	}
 	return r
 }
@@ -329,7 +335,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 	sc.inc["count"] = k
 	switch {
 	case r.better:
-		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.now-r.w), core.Lte("count", bound))
+		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.after), core.Lte("count", bound))
 		sc.set["lastRequest"] = r.now
 		inc.Set = sc.set
 		var n int64
@@ -343,7 +349,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 			r.count, r.last, r.known = n, r.start, true
 		}
 	case !s.db.NativeValueIncrement() || s.tx:
-		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.now-r.w), core.Lte("count", bound))
+		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.after), core.Lte("count", bound))
 		var row core.Row
 		if row, ok, err = s.db.IncrementOne(ctx, inc); ok {
 			r.learn(row.Int("count"), row.Int("lastRequest"))
@@ -368,7 +374,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 		return false, false, err
 	}
 	if !found {
-		if _, err := s.db.Create(ctx, model, map[string]any{"key": r.key, "count": k, "lastRequest": r.now}); err != nil {
+		if _, err := s.db.Create(ctx, model, map[string]any{"key": r.key, "count": k, "lastRequest": r.open}); err != nil {
 			if errors.Is(err, core.ErrConflict) {
 				return false, true, nil
 			}
@@ -377,7 +383,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 		return s.opened(r, k), false, nil
 	}
 	count, last := row.Int("count"), row.Int("lastRequest")
-	if r.now-last < r.w {
+	if last > r.after {
 		r.learn(count, last)
 		if !r.better {
 			s.remember(r.key, last, r.w, r.now)
@@ -387,7 +393,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 	_, ok, err := s.db.IncrementOne(ctx, core.IncrementRequest{
 		Model: model,
 		Where: []core.Where{core.Eq("key", r.key), core.Lte("lastRequest", last)},
-		Set:   map[string]any{"count": k, "lastRequest": r.now},
+		Set:   map[string]any{"count": k, "lastRequest": r.open},
 	})
 	switch {
 	case lostRace(err):
@@ -407,11 +413,12 @@ func (r *rowClaim) learn(count, last int64) {
 	r.start, r.started = last, !r.better
 }
 
-// opened records a window k opened at now, and reports true.
+// opened records a window k opened (at now, or at a calendar period's
+// start), and reports true.
 func (s *dbStorage) opened(r *rowClaim, k int64) bool {
-	r.learn(k, r.now)
+	r.learn(k, r.open)
 	if !r.better {
-		s.remember(r.key, r.now, r.w, r.now)
+		s.remember(r.key, r.open, r.w, r.now)
 	}
 	return true
 }

@@ -36,6 +36,45 @@
 // own time, as Better Auth does: the window measures idle time, and a key
 // that keeps sending requests stays in one window until it reaches Max.
 //
+// # Calendar windows
+//
+// A [Rule] with Calendar set ([Day], [Week], [Month] or [Year]) counts in
+// the calendar period holding the request, in the rule's Location (nil:
+// UTC), instead of in a window opened by a key's first request: the
+// window of a request at t is [the start of t's period, the start of the
+// next) there, and [Decision.Reset] is the next period's start. A period
+// starts at local midnight (where a transition skips midnight, as in
+// America/Sao_Paulo, at the first instant of the day), so a day lasts 23,
+// 24 or 25 hours across daylight-saving changes; a week starts on Monday
+// (ISO 8601); a month on its first day and a year on 1 January. The
+// library computes each period's start and end itself, in epoch
+// milliseconds, so every process and every storage agrees on them. Window
+// must be 0: the period is the window ([Rule.Validate] refuses anything
+// else with core.ErrInvalid). [ParseRule] reads "1000/day" (UTC) and
+// "1000/month@Europe/Berlin", loading the zone with time.LoadLocation: an
+// unknown zone is an error wrapping core.ErrInvalid.
+//
+// Only [FixedWindow] counts in periods; under the other modes a calendar
+// rule is refused with core.ErrInvalid naming the mode: a Better Auth
+// window moves with each admission, GCRA spaces requests Window/Max apart,
+// and SlidingWindow weighs the previous window by the share of one length
+// the last Window still covers, none of which a period of 23 to 25 hours
+// or 28 to 31 days has.
+//
+// Every storage counts a period as a fixed window whose start is the
+// period's: [Database] keeps the key's one row, lastRequest the period's
+// start (the guards of the counter-row protocol below compare it with the
+// current period's start instead of now − Window, and a window opened or
+// reset is given the period's start, not now). [Memory] keeps its counter
+// likewise. [Secondary] keeps one counter per period, named key +
+// [SlidingSeparator] + the period's start in epoch milliseconds, living
+// one period past its end, so that the storage's own clock never decides
+// where a period ends; [Limiter.ResetRule] finds those counters
+// ([Limiter.Reset], knowing no rule, cannot). [Calendar.Longest] bounds a
+// period (25 hours, 7 days, 31 days and 366 days, each with an hour of
+// daylight-saving time); [WithLongestWindow] is compared with it, so
+// [Limiter.Prune] never deletes a live period's row.
+//
 // # Database storage
 //
 // Counters live in the rateLimit model (key, count, lastRequest in epoch

@@ -50,3 +50,43 @@ func ExampleSecondary() {
 	// Output:
 	// true 5 4
 }
+
+// A daily quota that resets at midnight in Berlin: 2 requests a calendar
+// day, whatever the hour of the first. 25 October 2026 lasts 25 hours
+// there (the clocks go back), and the window ends at local midnight.
+func ExampleCalendar() {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	now := time.Date(2026, 10, 25, 22, 0, 0, 0, berlin)
+	limiter, err := ratelimit.New(ratelimit.Memory(1000), ratelimit.WithClock(func() time.Time { return now }))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	rule, err := ratelimit.ParseRule("2/day@Europe/Berlin")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for i := 0; i < 3; i++ {
+		d, _ := limiter.Consume(context.Background(), "user:42", rule)
+		fmt.Println(d.Allowed, d.Remaining, d.Reset.In(berlin).Format(time.DateTime), d.RetryAfter)
+	}
+	start, end := ratelimit.Day.Period(now, berlin)
+	fmt.Println(rule, end.Sub(start))
+	now = now.Add(2 * time.Hour) // midnight
+	d, _ := limiter.Consume(context.Background(), "user:42", rule)
+	fmt.Println(d.Allowed, d.Remaining, d.Reset.In(berlin).Format(time.DateTime))
+	_, err = ratelimit.ParseRule("2/day@Europe/Atlantis")
+	fmt.Println(err)
+	// Output:
+	// true 1 2026-10-26 00:00:00 0s
+	// true 0 2026-10-26 00:00:00 0s
+	// false 0 2026-10-26 00:00:00 2h0m0s
+	// 2/day@Europe/Berlin 25h0m0s
+	// true 1 2026-10-27 00:00:00
+	// ratelimit: invalid request: rule "2/day@Europe/Atlantis": unknown time zone "Europe/Atlantis": unknown time zone Europe/Atlantis
+}

@@ -229,7 +229,7 @@ func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int6
 		return Decision{Limit: rule.Max}, keyError(key, err)
 	}
 	// Max 0 and a cached denial are answered without the storage.
-	st, known := state{reset: now + rule.Window.Milliseconds()}, rule.Max == 0
+	st, known := state{reset: rule.frame(now).end()}, rule.Max == 0
 	if !known {
 		st, known = l.cached(key, rule, now)
 	}
@@ -301,8 +301,8 @@ func (l *Limiter) CheckRule(rule Rule) error {
 	if p := rule.modeProblem(l.mode); p != "" {
 		return invalidf("%s", p)
 	}
-	if l.longest > 0 && rule.Window > l.longest {
-		return invalidf("window %v is longer than the limiter's longest window %v", rule.Window, l.longest)
+	if l.longest > 0 && rule.longest() > l.longest {
+		return invalidf("window %v is longer than the limiter's longest window %v", rule.longest(), l.longest)
 	}
 	return nil
 }
@@ -322,8 +322,8 @@ func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 	if p := rule.modeProblem(l.mode); p != "" {
 		return invalidf("%s", p)
 	}
-	if l.longest > 0 && rule.Window > l.longest {
-		return invalidf("rule window %v is longer than the declared longest window %v", rule.Window, l.longest)
+	if l.longest > 0 && rule.longest() > l.longest {
+		return invalidf("rule window %v is longer than the declared longest window %v", rule.longest(), l.longest)
 	}
 	return nil
 }

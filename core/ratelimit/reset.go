@@ -19,7 +19,10 @@ import (
 //
 // Under [SlidingWindow], Database and Secondary storages keep a counter per
 // window, which only the rule's window finds: Reset refuses there (an
-// error wrapping core.ErrInvalid); use [Limiter.ResetRule].
+// error wrapping core.ErrInvalid); use [Limiter.ResetRule]. So does a
+// calendar rule in Secondary storage, whose counters are one per period:
+// Reset cannot tell them from the key alone and leaves them; use
+// ResetRule there too.
 func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if err := l.usable(); err != nil {
 		return err
@@ -43,11 +46,16 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 // [SlidingWindow], database and secondary storages keep one counter per
 // key and window, named after the window (see [SlidingSeparator]), so
 // clearing them takes the rule's window: ResetRule deletes the counters of
-// the previous, current and next windows. Under other modes, and with
+// the previous, current and next windows. A calendar rule's counters in
+// [Secondary] storage are one per period, named after its start: ResetRule
+// deletes the previous, current and next periods'. Otherwise, and with
 // [Memory] storage, it is Reset.
 func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 	if err := l.usable(); err != nil {
 		return err
+	}
+	if s, ok := l.store.(*secondaryStorage); ok && rule.Calendar != 0 {
+		return l.resetPeriods(ctx, s, key, rule)
 	}
 	if l.mode != SlidingWindow {
 		return l.Reset(ctx, key)
@@ -90,6 +98,25 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 func (l *Limiter) slidingReset() error {
 	if _, mem := l.store.(*memStorage); l.mode == SlidingWindow && !mem {
 		return invalidf("Reset: under SlidingWindow %T keeps a counter per window: use ResetRule with the key's rule", l.store)
+	}
+	return nil
+}
+
+// resetPeriods deletes a calendar rule's counters in secondary storage:
+// the previous, current and next periods'.
+func (l *Limiter) resetPeriods(ctx context.Context, s *secondaryStorage, key string, rule Rule) error {
+	if err := l.validate(key, rule, 0); err != nil {
+		return keyError(key, err)
+	}
+	if l.denials != nil {
+		l.denials.remove(key)
+	}
+	f := rule.frame(l.now())
+	prev := rule.frame(f.open - 1)
+	for _, start := range []int64{prev.open, f.open, f.end()} {
+		if err := s.s.Delete(ctx, slidingName(key, start)); err != nil {
+			return core.WrapKey("ratelimit: reset", key, err)
+		}
 	}
 	return nil
 }

@@ -8,10 +8,12 @@ import (
 	"github.com/sluice-go/sluice/core"
 )
 
-// Rule allows at most Max units per Window for one key.
+// Rule allows at most Max units per Window for one key, or, with Calendar
+// set, per calendar day, week, month or year in Location.
 type Rule struct {
 	// Window is the length of a window: positive, a whole number of
-	// milliseconds (windows are stored in epoch milliseconds).
+	// milliseconds (windows are stored in epoch milliseconds). It must be
+	// 0 when Calendar is set: the period is the window.
 	Window time.Duration
 	// Max is how many units a window admits. 0 denies every request.
 	Max int64
@@ -26,6 +28,14 @@ type Rule struct {
 	// Roll a new limit out in shadow mode, watch its would-deny outcomes
 	// (the observer's "shadow", headers), then turn Shadow off.
 	Shadow bool
+	// Calendar, when set, counts in calendar periods (see "Calendar
+	// windows" in the package documentation) instead of windows of
+	// Window: [Day], [Week] (from Monday), [Month] or [Year], aligned to
+	// local midnight in Location. Only [FixedWindow] serves it.
+	Calendar Calendar
+	// Location is the time zone of a calendar rule's periods; nil reads
+	// as UTC. It is ignored without Calendar.
+	Location *time.Location
 }
 
 // Unlimited is the rule that exempts a request from middleware (sluicehttp,
@@ -49,6 +59,10 @@ func (r Rule) Validate() error {
 // problem says what is wrong with the rule, or "".
 func (r Rule) problem() string {
 	switch {
+	case r.Calendar != 0:
+		if p := r.calendarProblem(); p != "" {
+			return p
+		}
 	case r.Window <= 0:
 		return fmt.Sprintf("rule window %v must be positive", r.Window)
 	case r.Window%time.Millisecond != 0:
@@ -108,6 +122,9 @@ const maxSpan = math.MaxInt64 / int64(time.Millisecond)
 //     which also keeps every tat far below 2^51, where Redis's scripts
 //     compute exactly in doubles.
 func (r Rule) modeProblem(m Mode) string {
+	if r.Calendar != 0 {
+		return calendarModeProblem(m)
+	}
 	switch m {
 	case SlidingWindow:
 		if r.Window.Milliseconds() > maxSpan/2 {

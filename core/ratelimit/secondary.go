@@ -42,26 +42,47 @@ func (s *secondaryStorage) consume(ctx context.Context, key string, rule Rule, c
 	case GCRA:
 		return s.consumeGCRA(ctx, key, rule, cost, now)
 	}
-	k := SecondaryPrefix + key
+	k, ttl, end := fixedCounter(key, rule, now)
 	if b, ok := s.s.(driver.BoundedIncrementer); ok {
-		c, ok, err := b.IncrementBounded(ctx, k, cost, rule.Max, rule.Window)
+		c, ok, err := b.IncrementBounded(ctx, k, cost, rule.Max, ttl)
 		if err != nil {
 			return state{}, err
 		}
-		return state{allowed: ok, count: c.Value, reset: resetAt(now, c.TTL, rule)}, nil
+		return state{allowed: ok, count: c.Value, reset: resetAt(now, c.TTL, rule, end)}, nil
 	}
-	c, err := s.s.Increment(ctx, k, cost, rule.Window)
+	c, err := s.s.Increment(ctx, k, cost, ttl)
 	if err != nil {
 		return state{}, err
 	}
-	return state{allowed: c.Value <= rule.Max, count: c.Value, reset: resetAt(now, c.TTL, rule)}, nil
+	return state{allowed: c.Value <= rule.Max, count: c.Value, reset: resetAt(now, c.TTL, rule, end)}, nil
+}
+
+// fixedCounter returns the name and TTL of key's fixed-window counter at
+// now, and the end of its window when the library knows it (a calendar
+// rule's; 0 otherwise).
+// A window of the rule's Window is one counter named after the key, whose
+// TTL is the window: the storage's expiry ends it. A calendar rule has one
+// counter per period, named after the key and the period's start (epoch
+// ms, after [SlidingSeparator]), so that every process counts a period in
+// one counter whatever the storage's clock; it lives until one period
+// after its own ends, past any decision of a process whose clock is behind.
+func fixedCounter(key string, rule Rule, now int64) (name string, ttl time.Duration, end int64) {
+	if rule.Calendar == 0 {
+		return SecondaryPrefix + key, rule.Window, 0
+	}
+	f := rule.frame(now)
+	return slidingName(key, f.open), time.Duration(f.end()-now+f.w) * time.Millisecond, f.end()
 }
 
 // resetAt turns a counter's TTL into the end of its window. The TTL is
 // rounded down to the millisecond, so a cached denial never outlives the
 // counter. A counter without a TTL cannot say: the window is then taken to
-// end a whole window from now.
-func resetAt(now int64, ttl time.Duration, rule Rule) int64 {
+// end a whole window from now. A calendar period's end is known and is
+// the reset, whatever the TTL.
+func resetAt(now int64, ttl time.Duration, rule Rule, end int64) int64 {
+	if rule.Calendar != 0 {
+		return end
+	}
 	if ttl <= 0 {
 		return now + rule.Window.Milliseconds()
 	}
@@ -86,11 +107,11 @@ func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now 
 	case GCRA:
 		return s.peekGCRA(ctx, key, rule, now)
 	}
-	k := SecondaryPrefix + key
+	k, ttl, end := fixedCounter(key, rule, now)
 	var c driver.Counter
 	if b, ok := s.s.(driver.BoundedIncrementer); ok {
 		var err error
-		if c, _, err = b.IncrementBounded(ctx, k, 0, -1, rule.Window); err != nil {
+		if c, _, err = b.IncrementBounded(ctx, k, 0, -1, ttl); err != nil {
 			return state{}, err
 		}
 	} else {
@@ -102,7 +123,7 @@ func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now 
 			if _, err := strconv.ParseInt(v, 10, 64); err != nil {
 				return state{}, fmt.Errorf("counter %q holds %q, not an integer", k, v)
 			}
-			if c, err = s.s.Increment(ctx, k, 0, rule.Window); err != nil {
+			if c, err = s.s.Increment(ctx, k, 0, ttl); err != nil {
 				return state{}, err
 			}
 		}
@@ -110,7 +131,7 @@ func (s *secondaryStorage) peek(ctx context.Context, key string, rule Rule, now 
 	if c.Value <= 0 && c.TTL <= 0 {
 		return peekState(false, 0, 0, rule, now), nil
 	}
-	return state{allowed: c.Value < rule.Max, count: c.Value, reset: resetAt(now, c.TTL, rule)}, nil
+	return state{allowed: c.Value < rule.Max, count: c.Value, reset: resetAt(now, c.TTL, rule, end)}, nil
 }
 
 // prune has nothing to do: the storage expires counters itself.

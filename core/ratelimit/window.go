@@ -3,7 +3,8 @@ package ratelimit
 // This file is the fixed window and Better Auth's window (see "Windows"
 // in the package documentation) as arithmetic over a key's counter: a
 // window opens at a key's first request and lasts the rule's Window; an
-// elapsed time of exactly Window belongs to the next window. Memory
+// elapsed time of exactly Window belongs to the next window. A calendar
+// rule's window is its period instead (see frame in calendar.go). Memory
 // applies it under a lock; the database storage applies it as the guards
 // of its writes (database.go).
 
@@ -12,26 +13,26 @@ package ratelimit
 // and the state to report, and c itself for a denial. Under Better Auth's
 // window (better) an admission moves the window's start to now.
 func windowed(c counter, exists bool, rule Rule, cost, now int64, better bool) (counter, state) {
-	w := rule.Window.Milliseconds()
+	f := rule.frame(now)
 	switch {
-	case !exists || now-c.last >= w:
-		return counter{count: cost, last: now, span: w}, state{allowed: true, count: cost, reset: now + w}
+	case !exists || c.last <= f.after:
+		return counter{count: cost, last: f.open, span: f.w}, state{allowed: true, count: cost, reset: f.end()}
 	case c.count > rule.Max-cost:
-		return c, state{count: c.count, reset: c.last + w}
+		return c, state{count: c.count, reset: c.last + f.w}
 	}
 	c.count += cost
-	c.span = w
+	c.span = f.w
 	if better {
 		c.last = now
 	}
-	return c, state{allowed: true, count: c.count, reset: c.last + w}
+	return c, state{allowed: true, count: c.count, reset: c.last + f.w}
 }
 
 // peekState judges a counter read without writing it.
 func peekState(exists bool, count, last int64, rule Rule, now int64) state {
-	w := rule.Window.Milliseconds()
-	if !exists || now-last >= w {
-		return state{allowed: rule.Max > 0, reset: now + w}
+	f := rule.frame(now)
+	if !exists || last <= f.after {
+		return state{allowed: rule.Max > 0, reset: f.end()}
 	}
-	return state{allowed: count < rule.Max, count: count, reset: last + w}
+	return state{allowed: count < rule.Max, count: count, reset: last + f.w}
 }

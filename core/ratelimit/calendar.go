@@ -1,0 +1,190 @@
+package ratelimit
+
+import (
+	"fmt"
+	"time"
+)
+
+// This file is the calendar windows (see "Calendar windows" in the package
+// documentation): a rule whose Calendar is set counts in the day, week,
+// month or year holding the request, in the rule's Location, instead of
+// in a window opened by a key's first request. The library computes a
+// period's start and end itself, in epoch milliseconds, so every process
+// and every storage agrees on them; the storages store the start as the
+// window's start, as they store a fixed window's.
+
+// Calendar names the calendar period a [Rule] counts in. The zero value
+// means none: the rule counts in windows of its Window.
+type Calendar uint8
+
+const (
+	// Day: from local midnight to the next local midnight (23, 24 or 25
+	// hours across a daylight-saving change).
+	Day Calendar = iota + 1
+	// Week: from Monday's local midnight to the next Monday's (ISO 8601
+	// weeks).
+	Week
+	// Month: from the first of the month's local midnight to the next
+	// month's.
+	Month
+	// Year: from 1 January's local midnight to the next year's.
+	Year
+)
+
+// calendarNames are the names ParseRule reads and String writes.
+var calendarNames = [...]string{Day: "day", Week: "week", Month: "month", Year: "year"}
+
+// String names the calendar as ParseRule reads it: "day", "week",
+// "month" or "year"; "" for none.
+func (c Calendar) String() string {
+	if c == 0 {
+		return ""
+	}
+	if int(c) < len(calendarNames) {
+		return calendarNames[c]
+	}
+	return fmt.Sprintf("Calendar(%d)", uint8(c))
+}
+
+// calendarLongest bounds a period's length, which [WithLongestWindow] and
+// Prune rely on: the nominal length and an hour of daylight-saving time.
+var calendarLongest = [...]time.Duration{
+	Day:   25 * time.Hour,
+	Week:  7*24*time.Hour + time.Hour,
+	Month: 31*24*time.Hour + time.Hour,
+	Year:  366*24*time.Hour + time.Hour,
+}
+
+// Longest returns the longest a period of c lasts, the bound the limiter
+// compares with [WithLongestWindow]: 25 hours for a Day, 7 days and an
+// hour for a Week, 31 days and an hour for a Month, 366 days and an hour
+// for a Year; 0 for none or an unknown calendar. It holds in every zone
+// whose offset changes by at most an hour at a time, as daylight-saving
+// time does today; declare a longer WithLongestWindow for a zone whose
+// history has longer days (a zone that changed its offset by a day).
+func (c Calendar) Longest() time.Duration {
+	if c == 0 || int(c) >= len(calendarLongest) {
+		return 0
+	}
+	return calendarLongest[c]
+}
+
+// location is the rule's time zone: UTC when none is set.
+func (r Rule) location() *time.Location {
+	if r.Location == nil {
+		return time.UTC
+	}
+	return r.Location
+}
+
+// calendarProblem says what is wrong with a calendar rule, or "".
+func (r Rule) calendarProblem() string {
+	switch {
+	case r.Calendar.Longest() == 0:
+		return fmt.Sprintf("rule calendar %d is not Day, Week, Month or Year", uint8(r.Calendar))
+	case r.Window != 0:
+		return fmt.Sprintf("a calendar rule's window is its period (%v): leave Window 0, not %v", r.Calendar, r.Window)
+	case r.Max < 0:
+		return fmt.Sprintf("rule max %d must not be negative", r.Max)
+	}
+	return ""
+}
+
+// calendarModeProblem says why a mode cannot count in calendar periods, or
+// "": only fixed windows can. A Better Auth window moves with each
+// admission, GCRA spaces requests by Window/Max, and SlidingWindow weighs
+// the previous window by the share of one length the last Window still
+// covers, none of which a period of 23 to 25 hours or 28 to 31 days has.
+func calendarModeProblem(m Mode) string {
+	if m == FixedWindow {
+		return ""
+	}
+	return fmt.Sprintf("a calendar rule counts in fixed periods; %v does not serve it (use FixedWindow)", m)
+}
+
+// longest is the longest window the rule counts in: its Window, or the
+// longest period of its Calendar.
+func (r Rule) longest() time.Duration {
+	if r.Calendar != 0 {
+		return r.Calendar.Longest()
+	}
+	return r.Window
+}
+
+// frame is where a request at now counts, in the terms of a fixed window's
+// counter (a count and the window's start, epoch ms):
+//   - a stored start at or before after is a window that is over;
+//   - open is the start a new window gets, w its length: it ends at open + w.
+//
+// For a window of the rule's Window, a start more than Window ago is
+// over and a new window opens at now. For a calendar rule, a start before
+// the current period's is over and a new window opens at the period's
+// start, lasting until the next period's.
+type frame struct{ after, open, w int64 }
+
+// frame returns the rule's frame at now.
+func (r Rule) frame(now int64) frame {
+	if r.Calendar == 0 {
+		w := r.Window.Milliseconds()
+		return frame{after: now - w, open: now, w: w}
+	}
+	start, end := r.Calendar.period(now, r.location())
+	return frame{after: start - 1, open: start, w: end - start}
+}
+
+// Period returns the calendar period holding t in loc (nil: UTC): its
+// start, the first instant of t's day, week, month or year there, and the
+// next period's start. For none or an unknown calendar it returns t, t.
+func (c Calendar) Period(t time.Time, loc *time.Location) (start, end time.Time) {
+	if c.Longest() == 0 {
+		return t, t
+	}
+	if loc == nil {
+		loc = time.UTC
+	}
+	s, e := c.period(t.UnixMilli(), loc)
+	return time.UnixMilli(s).In(loc), time.UnixMilli(e).In(loc)
+}
+
+// period returns the start and end (epoch ms) of the period of c holding
+// now in loc: start ≤ now < end.
+func (c Calendar) period(now int64, loc *time.Location) (start, end int64) {
+	y, m, d := time.UnixMilli(now).In(loc).Date()
+	var y2, m2, d2 int
+	switch c {
+	case Day:
+		y2, m2, d2 = y, int(m), d+1
+	case Week:
+		wd := (int(time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Weekday()) + 6) % 7 // Monday 0
+		d -= wd
+		y2, m2, d2 = y, int(m), d+7
+	case Month:
+		d = 1
+		y2, m2, d2 = y, int(m)+1, 1
+	default: // Year
+		m, d = time.January, 1
+		y2, m2, d2 = y+1, 1, 1
+	}
+	return dayStart(y, int(m), d, loc), dayStart(y2, m2, d2, loc)
+}
+
+// dayStart returns the first instant (epoch ms) of the local date y-m-d
+// (normalised, as time.Date normalises it) in loc. Where a transition
+// skips local midnight (America/Sao_Paulo's daylight-saving starts, at
+// 00:00) or the whole day (Pacific/Apia on 30 December 2011), time.Date
+// places midnight in the day before; the day then begins at the
+// transition, where that zone ends.
+func dayStart(y, m, d int, loc *time.Location) int64 {
+	c := time.Date(y, time.Month(m), d, 0, 0, 0, 0, loc)
+	ty, tm, td := time.Date(y, time.Month(m), d, 0, 0, 0, 0, time.UTC).Date()
+	cy, cm, cd := c.Date()
+	if cy < ty || cy == ty && (cm < tm || cm == tm && cd < td) {
+		if _, end := c.ZoneBounds(); !end.IsZero() {
+			c = end
+		}
+	}
+	return c.UnixMilli()
+}
+
+// end is the end of the window that opens in f.
+func (f frame) end() int64 { return f.open + f.w }
