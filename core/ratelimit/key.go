@@ -13,6 +13,9 @@ import (
 // UTF-8 under utf8mb4. The same rule holds for every storage, so a key
 // that works in memory works in the database too.
 func checkKey(key string) error {
+	if key != "" && plainASCII(key) {
+		return nil
+	}
 	switch {
 	case key == "":
 		return invalidf("empty key")
@@ -22,6 +25,29 @@ func checkKey(key string) error {
 		return invalidf("the key contains a NUL byte, which a database cannot store: build keys from untrusted input with SafeKey")
 	}
 	return nil
+}
+
+// plainASCII reports whether key is ASCII without NUL, the common case,
+// eight bytes at a time: one pass in place of the two (a UTF-8 check, then
+// a search for NUL) that checkKey makes otherwise, the larger part of a
+// Memory decision's validation.
+func plainASCII(key string) bool {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(key); i += 8 {
+		x := uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
+			uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
+		// a byte ≥ 0x80, or a zero byte: (x − 0x01…) & ^x has the high bit of the lowest zero byte set
+		if x&highs != 0 || (x-lows)&^x&highs != 0 {
+			return false
+		}
+	}
+	for ; i < len(key); i++ {
+		if c := key[i]; c == 0 || c >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // How a limiter names what it stores.

@@ -15,14 +15,14 @@ import "context"
 func Memory(maxKeys int) Storage {
 	s := &memStorage{maxKeys: maxKeys}
 	if maxKeys > 0 {
-		s.m = newBoundedMap(maxKeys, func(c *counter) int64 { return c.last + c.span })
+		s.m = newMemTable(maxKeys)
 	}
 	return s
 }
 
 type memStorage struct {
 	maxKeys int
-	m       *boundedMap[*counter]
+	m       *memTable
 }
 
 func (s *memStorage) check(Mode) error {
@@ -32,42 +32,29 @@ func (s *memStorage) check(Mode) error {
 	return nil
 }
 
-// consume applies m's algorithm to the key's counter under the shard's
-// lock instead of guarded writes. A counter expires, for the bounded map,
-// span after last: a fixed window's end; under SlidingWindow twice the
-// window, when neither of its windows matters any more; under GCRA (span
-// 0) its tat, from when the bucket is full, as with no counter. The lock
-// is released by hand rather than deferred: this is the whole of a
+// consume applies m's algorithm to the key's counter under the entry's
+// own lock instead of guarded writes (see memTable: no other lock is
+// taken for a key the table holds). A counter expires, for eviction, span
+// after last: a fixed window's end; under SlidingWindow twice the window,
+// when neither of its windows matters any more; under GCRA (span 0) its
+// tat, from when the bucket is full, as with no counter. The lock is
+// released by hand rather than deferred: this is the whole of a
 // decision's storage cost.
 func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
-	sh := s.m.lock(key)
-	e, ok := sh.m[key]
-	var c counter
-	if ok {
-		c = *e
-	}
+	e, ok := s.m.acquire(key, now)
 	var st state
 	switch m {
 	case SlidingWindow:
-		c, st = slid(c, ok, rule, cost, now)
+		e.c, st = slid(e.c, ok, rule, cost, now)
 	case GCRA:
-		c, st = gcraCounter(c, ok, rule, cost, now)
+		e.c, st = gcraCounter(e.c, ok, rule, cost, now)
 	default:
-		c, st = windowed(c, ok, rule, cost, now, m == BetterAuthWindow)
+		e.c, st = windowed(e.c, ok, rule, cost, now, m == BetterAuthWindow)
 	}
-	switch {
-	case !st.allowed:
-	case ok:
-		*e = c // a known key's counter is reused, not replaced
-	default:
-		n := new(counter)
-		*n = c
-		s.m.store(sh, key, n, now)
-	}
-	sh.mu.Unlock()
+	e.mu.Unlock()
 	return st, nil
 }
 
@@ -75,13 +62,13 @@ func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64,
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
-	sh := s.m.lock(key)
-	e, ok := sh.m[key]
 	var c counter
+	e := s.m.lookup(key)
+	ok := e != nil
 	if ok {
-		c = *e
+		c = e.c
+		e.mu.Unlock()
 	}
-	sh.mu.Unlock()
 	switch m {
 	case SlidingWindow:
 		return slidPeek(c, ok, rule, now), nil
