@@ -239,4 +239,5 @@ func TestReadmeCaseCounts(t *testing.T) {
 	assert.Equal(t, []int{len(concurrencyCases())}, count("\\| `RunConcurrency`, `RunConcurrencyStores` \\| (\\d+) \\|"), "RunConcurrency")
 	assert.Equal(t, []int{len(processCases())}, count("\\| `RunProcesses` \\| (\\d+) per target"), "RunProcesses")
 	assert.Equal(t, []int{len(clusterSuite()), len(clusterSuite()) - len(clusterCases())}, count("\\| `RunCluster` \\| (\\d+): the (\\d+) of `Run`"), "RunCluster")
+	assert.Equal(t, []int{len(serializableCases())}, count("\\| `RunSerializable` \\| (\\d+):"), "RunSerializable")
 }

@@ -46,6 +46,7 @@ const (
 	severalClients   // the storage harness declares SeveralClients
 	databaseTarget   // the process target has OpenDB
 	storageTarget    // the process target has OpenStorage
+	serializable     // the harness declares Serializable
 )
 
 // always is what every fixture has: what a case may need without
@@ -94,6 +95,8 @@ func reason(bit, have need) string {
 		return "the target has no OpenDB"
 	case storageTarget:
 		return "the target has no OpenStorage"
+	case serializable:
+		return "the harness does not declare Serializable"
 	}
 	return "an unknown need"
 }

@@ -89,6 +89,9 @@ func hasOf(a driver.Adapter, declared Capabilities) need {
 	if declared.SeveralPools {
 		has |= severalPools
 	}
+	if declared.Serializable {
+		has |= serializable
+	}
 	return has
 }
 

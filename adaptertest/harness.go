@@ -17,6 +17,10 @@ type Capabilities struct {
 	// SeveralPools: MakePeer returns adapters over independent connection
 	// pools, as several application servers would have.
 	SeveralPools bool
+	// Serializable: every transaction on the harness's adapters runs at
+	// SERIALIZABLE isolation (see [PostgresSerializableDSN]), what
+	// [RunSerializable] runs on.
+	Serializable bool
 }
 
 // Harness gives the suite adapters over one database. The suite builds a
