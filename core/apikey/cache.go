@@ -36,6 +36,10 @@ type sharedCache struct {
 	ttl    time.Duration
 	prefix string
 	clock  func() time.Time
+	// tx: the cache of a view bound to a caller's transaction (In), which
+	// is neither read nor filled, and refuses every change to a key: its
+	// renewals would precede the caller's commit (see tx.go).
+	tx bool
 }
 
 // cacheEntry is the value of a cached key.
@@ -69,7 +73,7 @@ func (c *sharedCache) genKey(hash string) string   { return c.prefix + "gen:" + 
 // is no reason to fail the verification: the database is the truth, and
 // the entry is then neither used nor filled.
 func (c *sharedCache) generation(ctx context.Context, hash string) generation {
-	if c == nil {
+	if c == nil || c.tx {
 		return generation{}
 	}
 	at := c.clock()
@@ -116,7 +120,7 @@ func (c *sharedCache) fill(ctx context.Context, s *keystore.Key, gen generation)
 // limits left behind. It is only tidying: such an entry can never be
 // answered, since a cached denial is confirmed from the database.
 func (c *sharedCache) drop(ctx context.Context, hash string) {
-	if c != nil && hash != "" {
+	if c != nil && !c.tx && hash != "" {
 		_ = c.s.Delete(ctx, c.entryKey(hash))
 	}
 }
@@ -144,6 +148,9 @@ func (c *sharedCache) renew(ctx context.Context, hashes []string) error {
 // during the write and cache later. The second runs even when the write
 // fails, since a failed write may still have committed.
 func (c *sharedCache) around(ctx context.Context, op string, hashes []string, write func(ctx context.Context) error) error {
+	if c != nil && c.tx {
+		return invalidf("%s in a caller's transaction (In) on a manager WithCache: the shared cache would be renewed before the transaction commits; change keys outside it", op)
+	}
 	if c == nil || len(hashes) == 0 {
 		return write(ctx)
 	}

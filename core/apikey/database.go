@@ -26,7 +26,7 @@ type dbStore struct {
 	dropExpired bool         // WithDeleteExpiredOnVerify
 	keys        *keyCache    // nil when off
 	cache       *sharedCache // nil without WithCache
-	schema      schemaCheck
+	schema      *schemaCheck // shared with the views of In
 }
 
 // schemaCheck runs the start-up check of the apikey table once it has

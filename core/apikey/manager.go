@@ -18,6 +18,12 @@ type Manager struct {
 	store   store  // a *dbStore or a *storageStore
 	storage string // Event.Storage: "database", "database+cache" or "storage"
 	o       options
+
+	// parent is the manager that In made this view of, bound to a
+	// caller's transaction; nil for one made by New. txErr, in a view,
+	// is why it cannot run (see tx.go).
+	parent *Manager
+	txErr  error
 }
 
 // New returns a manager keeping keys in db's apikey model. With
@@ -41,7 +47,7 @@ func New(db *core.DB, opts ...Option) (*Manager, error) {
 	}
 	m := &Manager{storage: "database", o: o}
 	d := &dbStore{db: db, now: m.now, maxAttempts: o.maxAttempts, dropExpired: o.dropExpired, keys: newKeyCache(o.keyState)}
-	d.schema.turn = make(chan struct{}, 1)
+	d.schema = &schemaCheck{turn: make(chan struct{}, 1)}
 	if o.withCache {
 		if o.cacheTTL <= 0 {
 			return nil, invalidf("WithCache: ttl %v must be positive", o.cacheTTL)
@@ -124,6 +130,9 @@ func isNil(v any) bool {
 func (m *Manager) initialised(op string) error {
 	if m == nil || m.store == nil {
 		return invalidf("%s: the Manager is not initialised: make it with apikey.New or apikey.NewStorageOnly", op)
+	}
+	if m.txErr != nil {
+		return fmt.Errorf("%s: %w", op, m.txErr)
 	}
 	return nil
 }
