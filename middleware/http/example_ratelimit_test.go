@@ -1,6 +1,7 @@
 package sluicehttp_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -106,4 +107,33 @@ func ExampleParseRules() {
 	// Output:
 	// 3/10s 100-M true <nil>
 	// sluicehttp: invalid request: ParseRules: ["/x"]: rule "lots": want a count and a window, such as "100-M" or "5/30s"
+}
+
+// With HeadersIETF and ProblemDetails, a denial carries the draft's fields
+// for its rule, named by the rule's Name, and an RFC 9457 body naming the
+// rule that denied.
+func ExampleRateLimitConfig_problemDetails() {
+	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
+	mw, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
+		Limiter:        limiter,
+		Default:        ratelimit.Rule{Name: "burst", Window: time.Minute, Max: 1},
+		Headers:        sluicehttp.HeadersIETF,
+		ProblemDetails: true,
+	})
+	if err != nil {
+		panic(err)
+	}
+	h := mw(http.NotFoundHandler())
+	h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, httptest.NewRequest("GET", "/", nil))
+	fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	fmt.Println("RateLimit-Policy:", w.Header().Get("RateLimit-Policy"))
+	var p sluicehttp.Problem
+	_ = json.Unmarshal(w.Body.Bytes(), &p)
+	fmt.Println(p.Type, p.ViolatedPolicies)
+	// Output:
+	// 429 application/problem+json
+	// RateLimit-Policy: "burst";q=1;w=60
+	// https://iana.org/assignments/http-problem-types#quota-exceeded [burst]
 }

@@ -549,13 +549,3 @@ func quoteSF(s string) string {
 	b.WriteByte('"')
 	return b.String()
 }
-
-// quotableSF reports whether s is written by quoteSF as it is.
-func quotableSF(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}

@@ -3,6 +3,7 @@ package sluicehttp
 import (
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -11,6 +12,10 @@ import (
 // HeaderStyle chooses the rate-limit headers [RateLimit] sets on the
 // responses it limits. Every style but [HeadersNone] also sets Retry-After
 // (whole seconds, rounded up) on 429.
+//
+// The zero value stays the headers of earlier drafts, which most clients
+// read and [APIKey] sets too: choose [HeadersIETF] for the current draft's
+// fields, which alone describe every rule of a policy.
 type HeaderStyle int
 
 // The header styles.
@@ -22,14 +27,31 @@ const (
 	// which most clients read, and [APIKey] sets the same.
 	HeadersDefault HeaderStyle = iota
 	// HeadersIETF sets the two fields of the current IETF draft
-	// (draft-ietf-httpapi-ratelimit-headers, revisions 08 to 11):
+	// (draft-ietf-httpapi-ratelimit-headers, revisions 08 to 12), one
+	// member per rule of the decision, in the policy's order:
 	//
-	//	RateLimit-Policy: "default";q=100;w=60
-	//	RateLimit: "default";r=42;t=17
+	//	RateLimit-Policy: "burst";q=100;w=60, "daily";q=1000;w=86400
+	//	RateLimit: "burst";r=42;t=17, "daily";r=958;t=51203
 	//
-	// q is the rule's Max, w its window in seconds (rounded up), r the
-	// requests remaining and t the seconds until the window ends (rounded
-	// up). The policy is named "default" in both, which ties them together.
+	// Each is named by its rule's Name, a lone unnamed rule "default",
+	// which ties a policy's two members together. q is the rule's Max, w
+	// its window in seconds, r what it has left and t the seconds until its
+	// window ends (or, denying, until it admits the request), rounded up.
+	// Retry-After is never less than a denying rule's t.
+	//
+	// A window must be a whole number of seconds, as w is: [RateLimit]
+	// refuses a configured rule whose window is not, and a rule
+	// [RateLimitConfig].RuleFor returns per request with such a window is
+	// reported without w (the draft makes w optional), never with a
+	// rounded one.
+	//
+	// A shadow rule (ratelimit.Rule.Shadow: counted, never denying) is
+	// reported like the others, so that clients see a limit before it is
+	// enforced, with the parameter sluice-shadow ([ShadowParam]) on both
+	// members: "new";q=10;w=60;sluice-shadow. It never makes a 429, and
+	// never counts in Retry-After or violated-policies; [Transport] ignores
+	// it, and a client that does not know the parameter may see r=0 for a
+	// rule that does not deny.
 	HeadersIETF
 	// HeadersLegacy sets X-RateLimit-Limit, X-RateLimit-Remaining and
 	// X-RateLimit-Reset, the last as the Unix time in seconds (rounded up)
@@ -57,25 +79,33 @@ func (s HeaderStyle) String() string {
 
 func (s HeaderStyle) valid() bool { return s >= HeadersDefault && s <= HeadersNone }
 
-// setHeaders sets the style's headers for d, decided under rule at now;
-// on a denial also Retry-After (and, in the default style, X-Retry-After).
-func (s HeaderStyle) setHeaders(h http.Header, rule ratelimit.Rule, d ratelimit.Decision, now time.Time) {
-	reset := seconds(d.Reset.Sub(now))
+// SetHeaders sets on h the style's headers for d, decided at now under
+// rule (for a policy's decision, whose Rules carry their rules, rule is
+// not read); on a denial also Retry-After (and, in the default style,
+// X-Retry-After). It is what [RateLimit] writes, for other servers to
+// write the same: sluice's gRPC interceptors send it as metadata.
+//
+// [HeadersIETF] writes one member per rule of the decision
+// (d.PerRuleOf(rule)), in the policy's order, named by the rule's Name
+// ("default" for a lone unnamed rule); the other styles describe the
+// binding rule (d's own Limit, Remaining and Reset).
+func (s HeaderStyle) SetHeaders(h http.Header, rule ratelimit.Rule, d ratelimit.Decision, now time.Time) {
 	switch s {
 	case HeadersDefault:
-		setRateLimit(h, d.Limit, d.Remaining, reset)
+		setRateLimit(h, d.Limit, d.Remaining, seconds(d.Reset.Sub(now)))
 	case HeadersIETF:
-		h.Set("RateLimit-Policy", `"default";q=`+strconv.FormatInt(d.Limit, 10)+";w="+strconv.FormatInt(seconds(rule.Window), 10))
-		h.Set("RateLimit", `"default";r=`+strconv.FormatInt(d.Remaining, 10)+";t="+strconv.FormatInt(reset, 10))
+		policy, limit := ietfFields(d.PerRuleOf(rule), now)
+		h.Set("RateLimit-Policy", policy)
+		h.Set("RateLimit", limit)
 	case HeadersLegacy:
 		h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
 		h.Set("X-RateLimit-Reset", strconv.FormatInt((d.Reset.UnixMilli()+999)/1000, 10))
-	case HeadersNone:
+	default:
 		return
 	}
 	if !d.Allowed {
-		secs := strconv.FormatInt(retryAfter(d), 10)
+		secs := strconv.FormatInt(retryAfter(d, d.PerRuleOf(rule), now), 10)
 		h.Set("Retry-After", secs)
 		if s == HeadersDefault {
 			h.Set("X-Retry-After", secs)
@@ -83,6 +113,66 @@ func (s HeaderStyle) setHeaders(h http.Header, rule ratelimit.Rule, d ratelimit.
 	}
 }
 
+// ietfFields are the RateLimit-Policy and RateLimit fields of d: for each
+// rule, "name";q=Max;w=Window and "name";r=Remaining;t=Reset, with w only
+// for a window of whole seconds and ;sluice-shadow after a shadow rule's.
+func ietfFields(rules []ratelimit.RuleDecision, now time.Time) (policy, limit string) {
+	var p, l strings.Builder
+	for i, r := range rules {
+		if i > 0 {
+			p.WriteString(", ")
+			l.WriteString(", ")
+		}
+		name := quoteSF(r.Name)
+		p.WriteString(name + ";q=" + strconv.FormatInt(max(r.Limit, 0), 10))
+		if w := r.Rule.Window; w > 0 && w%time.Second == 0 {
+			p.WriteString(";w=" + strconv.FormatInt(int64(w/time.Second), 10))
+		}
+		l.WriteString(name + ";r=" + strconv.FormatInt(max(r.Remaining, 0), 10) + ";t=" + strconv.FormatInt(seconds(r.Reset.Sub(now)), 10))
+		if r.Shadow {
+			p.WriteString(";" + ShadowParam)
+			l.WriteString(";" + ShadowParam)
+		}
+	}
+	return p.String(), l.String()
+}
+
+// checkRule reports why the style cannot describe rule, configured at
+// where, or nil: under [HeadersIETF] the window must be a whole number of
+// seconds, as w is. (A rule's name is always one the fields can hold:
+// ratelimit validates it.)
+func (s HeaderStyle) checkRule(where string, rule ratelimit.Rule) error {
+	if s != HeadersIETF || rule == ratelimit.Unlimited {
+		return nil
+	}
+	if w := rule.Window; w > 0 && w%time.Second != 0 {
+		return invalidf("%s: rule window %v is not a whole number of seconds, as the RateLimit-Policy field's w must be (HeadersIETF)", where, w)
+	}
+	return nil
+}
+
 // retryAfter is how long a denied client waits, in whole seconds rounded
-// up and at least 1.
-func retryAfter(d ratelimit.Decision) int64 { return max(seconds(d.RetryAfter), 1) }
+// up and at least 1: the longest wait of the rules that deny, and never
+// less than any of their t (seconds until Reset), so that Retry-After
+// never points before the end of a denying rule's effective window.
+func retryAfter(d ratelimit.Decision, rules []ratelimit.RuleDecision, now time.Time) int64 {
+	secs := max(seconds(d.RetryAfter), 1)
+	for _, r := range rules {
+		if !r.Allowed && !r.Shadow {
+			secs = max(secs, seconds(r.RetryAfter), seconds(r.Reset.Sub(now)))
+		}
+	}
+	return secs
+}
+
+// violated are the names of the rules that denied d, for problem
+// details' violated-policies.
+func violated(rules []ratelimit.RuleDecision) []string {
+	names := []string{}
+	for _, r := range rules {
+		if !r.Allowed && !r.Shadow {
+			names = append(names, r.Name)
+		}
+	}
+	return names
+}

@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -15,34 +16,73 @@ import (
 // paths is a checked path table: exact paths, and patterns in the order
 // they are tried.
 type paths struct {
-	def      ratelimit.Rule
-	exact    map[string]ratelimit.Rule
+	def      limit
+	exact    map[string]limit
 	patterns []pattern
 }
 
 type pattern struct {
 	glob    string
 	literal int // characters other than '*'
-	rule    ratelimit.Rule
+	lim     limit
 }
 
-// newPaths checks def and every rule of table against l, and every path.
-func newPaths(l *ratelimit.Limiter, def ratelimit.Rule, table map[string]ratelimit.Rule) (paths, error) {
-	ps := paths{def: def, exact: map[string]ratelimit.Rule{}}
-	if err := l.CheckRule(def); err != nil {
+// limit is what a request is decided by: a lone rule, or a policy.
+type limit struct {
+	rule   ratelimit.Rule
+	policy ratelimit.Policy // nil: rule alone
+}
+
+func (l limit) unlimited() bool { return l.policy == nil && l.rule == ratelimit.Unlimited }
+
+// String names the limit in a stored key: the rule, or the policy's
+// rules with their names.
+func (l limit) String() string {
+	if l.policy == nil {
+		return l.rule.String()
+	}
+	var b strings.Builder
+	for i, r := range l.policy {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Quote(r.Name) + "=" + r.String())
+	}
+	return b.String()
+}
+
+// newPaths checks cfg.Default and every rule of cfg.Paths against
+// cfg.Limiter and cfg.Headers, and every path.
+func newPaths(cfg *RateLimitConfig) (paths, error) {
+	l, style := cfg.Limiter, cfg.Headers
+	ps := paths{def: limit{rule: cfg.Default}, exact: map[string]limit{}}
+	if err := l.CheckRule(cfg.Default); err != nil {
 		return ps, invalidIn("RateLimitConfig.Default", err)
 	}
-	for p, rule := range table {
-		if err := l.CheckRule(rule); err != nil {
-			return ps, invalidIn(fmt.Sprintf("RateLimitConfig.Paths[%q]", p), err)
-		}
+	if err := style.checkRule("RateLimitConfig.Default", cfg.Default); err != nil {
+		return ps, err
+	}
+	add := func(field, p string, lim limit) error {
 		if !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "*") {
-			return ps, invalidf("RateLimitConfig.Paths[%q]: a path must start with '/' or '*'", p)
+			return invalidf("RateLimitConfig.%s[%q]: a path must start with '/' or '*'", field, p)
 		}
 		if strings.Contains(p, "*") {
-			ps.patterns = append(ps.patterns, pattern{glob: p, literal: len(p) - strings.Count(p, "*"), rule: rule})
+			ps.patterns = append(ps.patterns, pattern{glob: p, literal: len(p) - strings.Count(p, "*"), lim: lim})
 		} else {
-			ps.exact[path.Clean(p)] = rule
+			ps.exact[path.Clean(p)] = lim
+		}
+		return nil
+	}
+	for _, p := range slices.Sorted(maps.Keys(cfg.Paths)) { // the first bad path in order, every time
+		where := fmt.Sprintf("RateLimitConfig.Paths[%q]", p)
+		if err := l.CheckRule(cfg.Paths[p]); err != nil {
+			return ps, invalidIn(where, err)
+		}
+		if err := style.checkRule(where, cfg.Paths[p]); err != nil {
+			return ps, err
+		}
+		if err := add("Paths", p, limit{rule: cfg.Paths[p]}); err != nil {
+			return ps, err
 		}
 	}
 	sort.Slice(ps.patterns, func(i, j int) bool {
@@ -55,19 +95,20 @@ func newPaths(l *ratelimit.Limiter, def ratelimit.Rule, table map[string]ratelim
 	return ps, nil
 }
 
-// ruleFor picks the request's rule in the order RateLimitConfig documents.
-func (m *rateLimit) ruleFor(r *http.Request, p string) ratelimit.Rule {
+// limitFor picks the request's rule or policy in the order
+// RateLimitConfig documents.
+func (m *rateLimit) limitFor(r *http.Request, p string) limit {
 	if m.cfg.RuleFor != nil {
 		if rule, ok := m.cfg.RuleFor(r); ok {
-			return rule
+			return limit{rule: rule}
 		}
 	}
-	if rule, ok := m.rules.exact[p]; ok {
-		return rule
+	if lim, ok := m.rules.exact[p]; ok {
+		return lim
 	}
 	for _, pt := range m.rules.patterns {
 		if globMatch(pt.glob, p) {
-			return pt.rule
+			return pt.lim
 		}
 	}
 	return m.rules.def

@@ -13,12 +13,14 @@ import (
 
 // RateLimitConfig configures [RateLimit].
 //
-// A request's rule is chosen in this order, the first that applies winning:
+// A request's rule (or policy) is chosen in this order, the first that
+// applies winning:
 //  1. RuleFor, when set and it returns true;
 //  2. Paths[path], an exact path;
-//  3. the matching pattern of Paths (keys containing '*', where '*' matches
-//     any run of characters, '/' included) with the most characters other
-//     than '*'; a tie goes to the pattern that sorts first;
+//  3. the matching pattern of Paths (keys containing '*',
+//     where '*' matches any run of characters, '/' included) with the most
+//     characters other than '*'; a tie goes to the pattern that sorts
+//     first;
 //  4. Default.
 //
 // Any of them may be ratelimit.Unlimited, which lets the request through
@@ -106,6 +108,12 @@ type RateLimitConfig struct {
 	// Headers chooses the rate-limit headers: [HeadersDefault] (the zero
 	// value), [HeadersIETF], [HeadersLegacy] or [HeadersNone].
 	Headers HeaderStyle
+	// ProblemDetails, when true, answers a denial with an RFC 9457
+	// application/problem+json body ([Problem]) of the draft's
+	// quota-exceeded type, naming the rules that denied in
+	// violated-policies, instead of the JSON [ErrorBody]. OnDenied, when
+	// set, still answers instead.
+	ProblemDetails bool
 }
 
 type rateLimit struct {
@@ -125,8 +133,12 @@ type rateLimit struct {
 // rounded up, and an [ErrorBody] with code [CodeRateLimited]; a failing
 // limiter that fails closed answers 503 with [CodeUnavailable] (see
 // [RateLimitConfig].OnError). [APIKey] answers in the same shape.
-// [RateLimitConfig].Headers chooses other headers, and
-// [RateLimitConfig].OnDenied another answer to a denial.
+// [RateLimitConfig].Headers chooses other headers ([HeadersIETF]: the
+// current draft's RateLimit and RateLimit-Policy, one member per rule),
+// [RateLimitConfig].ProblemDetails an RFC 9457 body ([Problem]), and
+// [RateLimitConfig].OnDenied another answer to a denial. Retry-After, and
+// the body's retryAfter, are never less than the seconds until a denying
+// rule's window ends.
 //
 // A bad configuration is an error wrapping core.ErrInvalid that names the
 // field at fault, such as
@@ -152,7 +164,7 @@ func RateLimit(cfg RateLimitConfig) (func(http.Handler) http.Handler, error) {
 	if cfg.Default == (ratelimit.Rule{}) {
 		return nil, invalidf("RateLimitConfig.Default is not set: give it a rule, or ratelimit.Unlimited to limit only the paths named")
 	}
-	rules, err := newPaths(cfg.Limiter, cfg.Default, cfg.Paths)
+	rules, err := newPaths(&cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -205,8 +217,8 @@ func checkClientConfig(cfg *RateLimitConfig) error {
 func (m *rateLimit) wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p := path.Clean("/" + r.URL.Path)
-		rule := m.ruleFor(r, p)
-		if rule == ratelimit.Unlimited || (m.cfg.Skip != nil && m.cfg.Skip(r)) {
+		lim := m.limitFor(r, p)
+		if lim.unlimited() || (m.cfg.Skip != nil && m.cfg.Skip(r)) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -221,7 +233,7 @@ func (m *rateLimit) wrap(next http.Handler) http.Handler {
 				return
 			}
 		}
-		key, err := m.key(r, p, rule, addr, addrOK)
+		key, err := m.key(r, p, lim, addr, addrOK)
 		if err != nil {
 			m.report(r, err)
 			writeBody(w, ErrorBody{Code: CodeKeyFailed, Message: "The request could not be identified for rate limiting.",
@@ -230,7 +242,7 @@ func (m *rateLimit) wrap(next http.Handler) http.Handler {
 		}
 		l := m.cfg.Limiter
 		ctx := r.Context()
-		d, err := l.Consume(ctx, key, rule)
+		d, err := m.consume(ctx, key, lim)
 		if err != nil {
 			m.report(r, err)
 			if ctx.Err() != nil {
@@ -248,16 +260,19 @@ func (m *rateLimit) wrap(next http.Handler) http.Handler {
 				Status: http.StatusServiceUnavailable})
 			return
 		}
-		m.cfg.Headers.setHeaders(w.Header(), rule, d, l.Now())
+		now := l.Now()
+		m.cfg.Headers.SetHeaders(w.Header(), lim.rule, d, now)
 		switch {
 		case d.Allowed:
 			next.ServeHTTP(w, r)
 		case m.cfg.OnDenied != nil:
 			m.cfg.OnDenied(w, r, d)
+		case m.cfg.ProblemDetails:
+			writeProblem(w, quotaExceeded(lim.rule, d, now))
 		default:
 			// The style set Retry-After already (or, for none, chose not to).
 			writeBody(w, ErrorBody{Code: CodeRateLimited, Message: "Too many requests. Please try again later.",
-				Status: http.StatusTooManyRequests, RetryAfter: retryAfter(d)})
+				Status: http.StatusTooManyRequests, RetryAfter: retryAfter(d, d.PerRuleOf(lim.rule), now)})
 		}
 	})
 }
@@ -268,9 +283,14 @@ func (m *rateLimit) report(r *http.Request, err error) {
 	}
 }
 
+// consume decides the request under lim.
+func (m *rateLimit) consume(ctx context.Context, key string, lim limit) (ratelimit.Decision, error) {
+	return m.cfg.Limiter.Consume(ctx, key, lim.rule)
+}
+
 // key returns the request's stored key: the client's group (from addr) and
-// the path, or Key's result and the rule.
-func (m *rateLimit) key(r *http.Request, p string, rule ratelimit.Rule, addr netip.Addr, addrOK bool) (string, error) {
+// the path, or Key's result and the rule or policy.
+func (m *rateLimit) key(r *http.Request, p string, lim limit, addr netip.Addr, addrOK bool) (string, error) {
 	if m.cfg.Key == nil {
 		client := UnknownClient
 		if addrOK {
@@ -285,5 +305,5 @@ func (m *rateLimit) key(r *http.Request, p string, rule ratelimit.Rule, addr net
 	case k == "":
 		return "", errors.New("sluicehttp: RateLimitConfig.Key returned an empty key")
 	}
-	return ratelimit.SafeKey(k + "|" + rule.String()), nil
+	return ratelimit.SafeKey(k + "|" + lim.String()), nil
 }
