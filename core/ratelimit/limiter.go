@@ -68,7 +68,10 @@ type Limiter struct {
 	// start, when set, is the time at New of a limiter on [Memory] with
 	// the default clock, which counts from it by the monotonic clock (see
 	// [Memory]): one clock read per decision where time.Now takes two.
-	start time.Time
+	// startMs is its epoch milliseconds, startNs the nanoseconds past
+	// them, so that a decision only adds the monotonic time since.
+	start            time.Time
+	startMs, startNs int64
 
 	mu        sync.Mutex // guards pruners and closed
 	pruners   []chan struct{}
@@ -182,6 +185,7 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	_, inMemory := s.(*memStorage)
 	if inMemory && !o.clockSet {
 		l.start = time.Now()
+		l.startMs, l.startNs = l.start.UnixMilli(), int64(l.start.Nanosecond()%int(time.Millisecond))
 	}
 	// Memory storage answers a denial with the same lock and lookup the
 	// cache would cost, so it goes without one.
@@ -213,52 +217,69 @@ func (l *Limiter) Check(ctx context.Context, key string, rule Rule) (Decision, e
 // build keys from untrusted input with [SafeKey]. A key the storage cannot
 // hold is an error wrapping core.ErrInvalid, denied whatever the failure
 // policy.
-func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int64) (Decision, error) {
+func (l *Limiter) ConsumeN(ctx context.Context, key string, rule Rule, cost int64) (d Decision, err error) {
 	if l != nil && l.observe != nil {
 		return l.observed(ctx, key, rule, cost)
 	}
-	return l.consumeN(ctx, key, rule, cost)
+	err = l.consumeInto(&d, ctx, key, &rule, cost)
+	return d, err
 }
 
+// consumeN is ConsumeN without the observer.
 func (l *Limiter) consumeN(ctx context.Context, key string, rule Rule, cost int64) (d Decision, err error) {
+	err = l.consumeInto(&d, ctx, key, &rule, cost)
+	return d, err
+}
+
+// consumeInto decides into d, a zero Decision, by pointer, and reads the
+// rule by pointer: both are large enough that copying them from call to
+// call showed in a Memory decision's profile (the lone-rule fast path:
+// ConsumeN → consumeInto → the storage; no allocation, the clock read
+// once).
+func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *Rule, cost int64) (err error) {
 	if err := l.usable(); err != nil {
-		return Decision{Limit: rule.Max}, err
+		d.Limit = r.Max
+		return err
 	}
 	now := l.now()
-	if err := l.validate(key, rule, cost); err != nil {
-		return Decision{Limit: rule.Max}, keyError(key, err)
+	if err := l.validate(key, *r, cost); err != nil {
+		d.Limit = r.Max
+		return keyError(key, err)
 	}
 	// Max 0 and a cached denial are answered without the storage.
-	st, known := state{reset: rule.frame(now).end()}, rule.Max == 0
-	if !known {
-		st, known = l.cached(key, rule, now)
+	var st state
+	known := r.Max == 0
+	if known {
+		st.reset = r.frame(now).end()
+	} else if l.denials != nil {
+		st, known = l.cached(key, *r, now)
 	}
 	if !known {
 		switch {
-		case cost == 0 || cost > rule.Max:
-			st, err = l.store.peek(ctx, key, rule, now, l.mode)
-			if cost > rule.Max {
+		case cost == 0 || cost > r.Max:
+			st, err = l.store.peek(ctx, key, *r, now, l.mode)
+			if cost > r.Max {
 				st.allowed = false
 			}
 		case l.comb != nil:
-			st, err = l.comb.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
+			st, err = l.comb.consume(ctx, key, *r, cost, now, l.mode, l.attempts)
 		default:
-			st, err = l.store.consume(ctx, key, rule, cost, now, l.mode, l.attempts)
+			st, err = l.store.consume(ctx, key, *r, cost, now, l.mode, l.attempts)
 		}
 		if err != nil {
 			// A shadow rule never denies: its storage failing admits.
-			open := (l.failOpen || rule.Shadow) && outage(ctx, err)
-			return Decision{Allowed: open, Limit: rule.Max}, keyError(key, err)
+			d.Allowed, d.Limit = (l.failOpen || r.Shadow) && outage(ctx, err), r.Max
+			return keyError(key, err)
 		}
-		if !st.allowed && st.count >= rule.Max && st.reset > now && l.denials != nil {
-			l.denials.put(key, denial{until: st.reset, rule: rule}, now)
+		if !st.allowed && st.count >= r.Max && st.reset > now && l.denials != nil {
+			l.denials.put(key, denial{until: st.reset, rule: *r}, now)
 		}
 	}
-	l.decide(&d, rule, now, cost, st)
-	if rule.Shadow && !d.Allowed {
+	l.decide(d, r, now, cost, st)
+	if r.Shadow && !d.Allowed {
 		d.Allowed, d.WouldDeny, d.RetryAfter = true, true, 0
 	}
-	return d, nil
+	return nil
 }
 
 // outage reports whether err is a failure of the storage, which the
@@ -361,19 +382,21 @@ func (l *Limiter) Now() time.Time { return time.UnixMilli(l.now()) }
 // now reads the clock in epoch milliseconds, the storages' resolution.
 func (l *Limiter) now() int64 {
 	if !l.start.IsZero() {
-		return (l.start.UnixNano() + int64(time.Since(l.start))) / int64(time.Millisecond)
+		return l.startMs + (l.startNs+int64(time.Since(l.start)))/int64(time.Millisecond)
 	}
 	return l.clock().UnixMilli()
 }
 
 // decide turns a storage's state into the caller's Decision, in place:
 // the struct is large enough that copies show in a memory decision.
-func (l *Limiter) decide(d *Decision, rule Rule, now, cost int64, st state) {
-	*d = Decision{Allowed: st.allowed, Limit: rule.Max, Remaining: max(rule.Max-st.count, 0),
-		Reset: time.UnixMilli(st.reset).UTC()}
+// d is the caller's zero Decision: its fields are set one by one rather
+// than the whole struct assigned, which zeroes it again first.
+func (l *Limiter) decide(d *Decision, rule *Rule, now, cost int64, st state) {
+	d.Allowed, d.Limit, d.Remaining = st.allowed, rule.Max, max(rule.Max-st.count, 0)
+	d.Reset = time.UnixMilli(st.reset).UTC()
 	if !st.allowed {
 		d.RetryAfter = time.Duration(max(st.reset-now, 0)) * time.Millisecond
-		l.gcraRetry(d, rule, now, cost)
+		l.gcraRetry(d, *rule, now, cost)
 	}
 }
 
