@@ -205,5 +205,5 @@ func (v *verifier) verify(ctx context.Context, method string) (*apikey.Key, meta
 	if res.TryAgainIn > 0 {
 		out = metadata.Pairs(MetadataRetryAfter, itoa(max(seconds(res.TryAgainIn), 1)))
 	}
-	return nil, out, denial(codes.ResourceExhausted, string(res.Code), res.Code.Message(), res.TryAgainIn)
+	return nil, out, denial(codes.ResourceExhausted, string(res.Code), res.Code.Message(), res.TryAgainIn, nil)
 }

@@ -26,7 +26,10 @@
 // Reason is the code sluicehttp's middleware puts in its JSON bodies
 // (RATE_LIMITED, INVALID_API_KEY, …) and whose Domain is [ErrorDomain];
 // limited calls carry the Metadata* keys, the gRPC spelling
-// of the RateLimit-* and Retry-After headers.
+// of the RateLimit-* and Retry-After headers; with [Config].Headers set to
+// sluicehttp.HeadersIETF, the draft's ratelimit-policy and ratelimit, one
+// member per rule, as sluicehttp writes them, and a denial's ErrorInfo
+// names the rules that denied ([MetadataViolatedPolicies]).
 //
 // This module depends on grpc; core stays standard-library only.
 package sluicegrpc

@@ -29,13 +29,23 @@ import (
 // sluicehttp.RateLimit's headers: with every limited call (as header
 // metadata, which a denial carries too) the rule's maximum, what its
 // window has left and the seconds until it ends, rounded up; with a
-// denial also the seconds to wait, rounded up and at least 1.
+// denial also the seconds to wait, rounded up and at least 1. These are
+// the keys of the default style ([Config].Headers); MetadataPolicy and
+// MetadataRateLimit those of sluicehttp.HeadersIETF, which carry the
+// draft's fields as they are written in HTTP, one member per rule.
 const (
 	MetadataLimit      = "ratelimit-limit"
 	MetadataRemaining  = "ratelimit-remaining"
 	MetadataReset      = "ratelimit-reset"
 	MetadataRetryAfter = "retry-after"
+	MetadataPolicy     = "ratelimit-policy"
+	MetadataRateLimit  = "ratelimit"
 )
+
+// MetadataViolatedPolicies is the key, in a denial's errdetails.ErrorInfo
+// Metadata, of the names of the rules that denied, comma-separated: the
+// violated-policies of sluicehttp.Problem.
+const MetadataViolatedPolicies = "violated-policies"
 
 // ErrorDomain is the Domain of the errdetails.ErrorInfo that every denial
 // and failure of this package carries; its Reason is a stable code:
@@ -92,6 +102,15 @@ type Config struct {
 	// NoMetadata, when true, sends none of the Metadata* keys; a denial
 	// still carries its errdetails.RetryInfo.
 	NoMetadata bool
+	// Headers chooses the metadata as sluicehttp.RateLimitConfig.Headers
+	// chooses the headers, written by sluicehttp.HeaderStyle.SetHeaders
+	// with the names lowercased: sluicehttp.HeadersDefault (the zero
+	// value) ratelimit-limit, ratelimit-remaining, ratelimit-reset and
+	// retry-after; sluicehttp.HeadersIETF ratelimit-policy and ratelimit
+	// (one member per rule, a shadow rule's marked sluice-shadow) and
+	// retry-after; sluicehttp.HeadersLegacy x-ratelimit-*; HeadersNone
+	// none. Under HeadersIETF every rule's window must be whole seconds.
+	Headers sluicehttp.HeaderStyle
 }
 
 type prefixRule struct {
@@ -164,13 +183,16 @@ func newLimiter(cfg Config) (*limiter, error) {
 	// the limiter's longest window too) and the client fields as the HTTP
 	// middleware has them; its answer is discarded.
 	client := sluicehttp.RateLimitConfig{Limiter: cfg.Limiter, Default: cfg.Default, TrustedProxies: cfg.TrustedProxies,
-		ClientIPHeader: cfg.ClientIPHeader, IPv4Prefix: cfg.IPv4Prefix, IPv6Prefix: cfg.IPv6Prefix}
+		ClientIPHeader: cfg.ClientIPHeader, IPv4Prefix: cfg.IPv4Prefix, IPv6Prefix: cfg.IPv6Prefix, Headers: cfg.Headers}
 	if _, err := sluicehttp.RateLimit(client); err != nil {
 		return nil, fmt.Errorf("sluicegrpc: Config (checked as sluicehttp.RateLimitConfig): %w", err)
 	}
 	l := &limiter{cfg: cfg, client: client, exact: map[string]ratelimit.Rule{}}
 	for m, rule := range cfg.Methods {
 		if err := cfg.Limiter.CheckRule(rule); err != nil {
+			return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q]: %w", m, err)
+		}
+		if err := cfg.Headers.CheckRule(rule); err != nil {
 			return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q]: %w", m, err)
 		}
 		switch i := strings.IndexByte(m, '*'); {
@@ -224,16 +246,30 @@ func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error
 	}
 	var md metadata.MD
 	if !l.cfg.NoMetadata {
-		md = metadata.Pairs(MetadataLimit, itoa(d.Limit), MetadataRemaining, itoa(d.Remaining),
-			MetadataReset, itoa(seconds(d.Reset.Sub(l.cfg.Limiter.Now()))))
-		if !d.Allowed {
-			md.Set(MetadataRetryAfter, itoa(max(seconds(d.RetryAfter), 1)))
-		}
+		md = l.metadata(rule, d)
 	}
 	if d.Allowed {
 		return md, nil
 	}
-	return md, denial(codes.ResourceExhausted, sluicehttp.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter)
+	return md, denial(codes.ResourceExhausted, sluicehttp.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter,
+		sluicehttp.ViolatedPolicies(rule, d))
+}
+
+// metadata is what sluicehttp's middleware would write in the headers of
+// the decision d under rule, as metadata: the same values, the names
+// lowercased, without X-Retry-After (retry-after says it); nil for none.
+func (l *limiter) metadata(rule ratelimit.Rule, d ratelimit.Decision) metadata.MD {
+	h := http.Header{}
+	l.cfg.Headers.SetHeaders(h, rule, d, l.cfg.Limiter.Now())
+	h.Del("X-Retry-After")
+	if len(h) == 0 {
+		return nil
+	}
+	md := make(metadata.MD, len(h))
+	for k, v := range h {
+		md[strings.ToLower(k)] = v
+	}
+	return md
 }
 
 func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (string, error) {
@@ -286,9 +322,14 @@ func failure(c codes.Code, code, msg string) error {
 	return st.Err()
 }
 
-// denial is failure with an errdetails.RetryInfo when wait is positive.
-func denial(c codes.Code, code, msg string, wait time.Duration) error {
-	details := []protoadapt.MessageV1{&errdetails.ErrorInfo{Reason: code, Domain: ErrorDomain}}
+// denial is failure with an errdetails.RetryInfo when wait is positive,
+// and the names of the rules that denied, when given, in the ErrorInfo.
+func denial(c codes.Code, code, msg string, wait time.Duration, violated []string) error {
+	info := &errdetails.ErrorInfo{Reason: code, Domain: ErrorDomain}
+	if len(violated) > 0 {
+		info.Metadata = map[string]string{MetadataViolatedPolicies: strings.Join(violated, ",")}
+	}
+	details := []protoadapt.MessageV1{info}
 	if wait > 0 {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(wait)})
 	}

@@ -137,16 +137,25 @@ func ietfFields(rules []ratelimit.RuleDecision, now time.Time) (policy, limit st
 	return p.String(), l.String()
 }
 
-// checkRule reports why the style cannot describe rule, configured at
-// where, or nil: under [HeadersIETF] the window must be a whole number of
-// seconds, as w is. (A rule's name is always one the fields can hold:
-// ratelimit validates it.)
-func (s HeaderStyle) checkRule(where string, rule ratelimit.Rule) error {
+// CheckRule reports, wrapping core.ErrInvalid, why the style cannot
+// describe rule, or nil: under [HeadersIETF] the window must be a whole
+// number of seconds, as w is. (A rule's name is always one the fields can
+// hold: ratelimit validates it.) [RateLimit] checks every configured rule
+// with it, and sluice's gRPC interceptors every rule of theirs.
+func (s HeaderStyle) CheckRule(rule ratelimit.Rule) error {
 	if s != HeadersIETF || rule == ratelimit.Unlimited {
 		return nil
 	}
 	if w := rule.Window; w > 0 && w%time.Second != 0 {
-		return invalidf("%s: rule window %v is not a whole number of seconds, as the RateLimit-Policy field's w must be (HeadersIETF)", where, w)
+		return invalidf("rule window %v is not a whole number of seconds, as the RateLimit-Policy field's w must be (HeadersIETF)", w)
+	}
+	return nil
+}
+
+// checkRule is CheckRule for the rule configured at where.
+func (s HeaderStyle) checkRule(where string, rule ratelimit.Rule) error {
+	if err := s.CheckRule(rule); err != nil {
+		return invalidIn(where, err)
 	}
 	return nil
 }
@@ -165,8 +174,14 @@ func retryAfter(d ratelimit.Decision, rules []ratelimit.RuleDecision, now time.T
 	return secs
 }
 
-// violated are the names of the rules that denied d, for problem
-// details' violated-policies.
+// ViolatedPolicies returns the names of the rules that denied d, decided
+// under rule (not read for a policy's decision), in the policy's order:
+// the violated-policies of its [Problem]. Shadow rules are never among
+// them. sluice's gRPC interceptors send them in the denial's ErrorInfo.
+func ViolatedPolicies(rule ratelimit.Rule, d ratelimit.Decision) []string {
+	return violated(d.PerRuleOf(rule))
+}
+
 func violated(rules []ratelimit.RuleDecision) []string {
 	names := []string{}
 	for _, r := range rules {
