@@ -19,11 +19,16 @@
 //	sluice.ratelimit.decision.duration     histogram  s            how long a decision took
 //	sluice.ratelimit.decision.round_trips  histogram  {round_trip} statements or commands sent to the storage
 //
-// with the attributes sluice.outcome ("allowed", "denied", "error"),
+// with the attributes sluice.outcome ("allowed", "denied", "shadow",
+// "error"; "shadow": admitted, but a shadow rule would have denied),
 // sluice.ratelimit.mode ("FixedWindow", "BetterAuthWindow",
 // "SlidingWindow", "GCRA"), sluice.ratelimit.rule (the rule as
-// ratelimit.ParseRule reads it, such as "100-M"), sluice.storage
-// ("database", "secondary", "memory") and, on errors only, error.type.
+// ratelimit.ParseRule reads it, such as "100-M"), sluice.ratelimit.rule.name
+// (the binding rule's Name: the rule of a policy that denied, or whose
+// figures the decision reports; "default" for a lone unnamed rule),
+// sluice.ratelimit.shadow (true when a shadow rule would have denied:
+// Decision.WouldDeny), sluice.storage ("database", "secondary", "memory")
+// and, on errors only, error.type.
 //
 // API keys, one measurement of each per Verify:
 //

@@ -27,6 +27,8 @@ const (
 	AttrStorage    = attribute.Key("sluice.storage")
 	AttrMode       = attribute.Key("sluice.ratelimit.mode")
 	AttrRule       = attribute.Key("sluice.ratelimit.rule")
+	AttrRuleName   = attribute.Key("sluice.ratelimit.rule.name") // the binding rule's Name ("default" for a lone unnamed rule)
+	AttrShadow     = attribute.Key("sluice.ratelimit.shadow")    // bool: a shadow rule would have denied (Decision.WouldDeny)
 	AttrErrorType  = attribute.Key("error.type")
 	AttrRoundTrips = attribute.Key("sluice.round_trips")
 	AttrCost       = attribute.Key("sluice.ratelimit.cost")

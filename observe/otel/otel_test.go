@@ -166,7 +166,7 @@ func TestRateLimitMetrics(t *testing.T) {
 	}
 
 	base := []attribute.KeyValue{attribute.String("limiter", "login"), attribute.String("sluice.ratelimit.mode", "FixedWindow"),
-		attribute.String("sluice.ratelimit.rule", "2-M"), attribute.String("sluice.storage", "memory")}
+		attribute.String("sluice.ratelimit.rule", "2-M"), attribute.String("sluice.ratelimit.rule.name", "default"), attribute.Bool("sluice.ratelimit.shadow", false), attribute.String("sluice.storage", "memory")}
 	allowed := set(append(base, attribute.String("sluice.outcome", "allowed"))...)
 	denied := set(append(base, attribute.String("sluice.outcome", "denied"))...)
 	failed := set(append(base, attribute.String("sluice.outcome", "error"), attribute.String("error.type", "invalid"))...)
@@ -221,7 +221,7 @@ func TestRateLimitHistogramsExact(t *testing.T) {
 	observe(ctx, ev(time.Millisecond, 1, false, errors.New("connection refused")))
 
 	base := []attribute.KeyValue{attribute.String("sluice.ratelimit.mode", "GCRA"),
-		attribute.String("sluice.ratelimit.rule", "5/30s"), attribute.String("sluice.storage", "database")}
+		attribute.String("sluice.ratelimit.rule", "5/30s"), attribute.String("sluice.ratelimit.rule.name", "default"), attribute.Bool("sluice.ratelimit.shadow", false), attribute.String("sluice.storage", "database")}
 	allowed := set(append(base, attribute.String("sluice.outcome", "allowed"))...)
 	errSet := func(typ string) attribute.Set {
 		return set(append(base, attribute.String("sluice.outcome", "error"), attribute.String("error.type", typ))...)
@@ -296,15 +296,15 @@ func TestRateLimitSpans(t *testing.T) {
 	}
 	base := []attribute.KeyValue{attribute.String("sluice.ratelimit.mode", "SlidingWindow"), attribute.String("sluice.storage", "memory")}
 	want := [][]attribute.KeyValue{
-		append(base, attribute.String("sluice.outcome", "allowed"), attribute.String("sluice.ratelimit.rule", "1-S"),
+		append(base, attribute.String("sluice.outcome", "allowed"), attribute.String("sluice.ratelimit.rule", "1-S"), attribute.String("sluice.ratelimit.rule.name", "default"), attribute.Bool("sluice.ratelimit.shadow", false),
 			attribute.Int64("sluice.ratelimit.cost", 1), attribute.Int64("sluice.round_trips", 0),
 			attribute.Int64("sluice.ratelimit.limit", 1), attribute.Int64("sluice.ratelimit.remaining", 0),
 			attribute.Float64("sluice.ratelimit.retry_after", 0)),
-		append(base, attribute.String("sluice.outcome", "denied"), attribute.String("sluice.ratelimit.rule", "1-S"),
+		append(base, attribute.String("sluice.outcome", "denied"), attribute.String("sluice.ratelimit.rule", "1-S"), attribute.String("sluice.ratelimit.rule.name", "default"), attribute.Bool("sluice.ratelimit.shadow", false),
 			attribute.Int64("sluice.ratelimit.cost", 1), attribute.Int64("sluice.round_trips", 0),
 			attribute.Int64("sluice.ratelimit.limit", 1), attribute.Int64("sluice.ratelimit.remaining", 0),
 			attribute.Float64("sluice.ratelimit.retry_after", events[2].Decision.RetryAfter.Seconds())),
-		append(base, attribute.String("sluice.outcome", "error"), attribute.String("sluice.ratelimit.rule", "-3-S"),
+		append(base, attribute.String("sluice.outcome", "error"), attribute.String("sluice.ratelimit.rule", "-3-S"), attribute.String("sluice.ratelimit.rule.name", "default"), attribute.Bool("sluice.ratelimit.shadow", false),
 			attribute.String("error.type", "invalid"),
 			attribute.Int64("sluice.ratelimit.cost", 1), attribute.Int64("sluice.round_trips", 0)),
 	}

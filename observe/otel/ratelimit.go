@@ -57,22 +57,25 @@ type rateLimitRecorder struct {
 
 // rateLimitLabels are a decision's metric attributes.
 type rateLimitLabels struct {
-	outcome string
-	mode    ratelimit.Mode
-	rule    ratelimit.Rule
-	storage string
-	errType string
+	outcome  string
+	mode     ratelimit.Mode
+	rule     ratelimit.Rule
+	ruleName string
+	shadow   bool
+	storage  string
+	errType  string
 }
 
 func (r *rateLimitRecorder) observe(ctx context.Context, e ratelimit.Event) {
-	l := rateLimitLabels{outcome: e.Outcome(), mode: e.Mode, rule: e.Rule, storage: e.Storage}
+	l := rateLimitLabels{outcome: e.Outcome(), mode: e.Mode, rule: e.Rule, ruleName: bindingName(e),
+		shadow: e.Decision.WouldDeny, storage: e.Storage}
 	if e.Err != nil {
 		l.errType = errorType(e.Err)
 	}
 	a := r.sets.get(l, func() []attribute.KeyValue {
-		kv := append(make([]attribute.KeyValue, 0, len(r.c.attrs)+5), r.c.attrs...)
+		kv := append(make([]attribute.KeyValue, 0, len(r.c.attrs)+7), r.c.attrs...)
 		kv = append(kv, AttrOutcome.String(l.outcome), AttrMode.String(l.mode.String()),
-			AttrRule.String(l.rule.String()), AttrStorage.String(l.storage))
+			AttrRule.String(l.rule.String()), AttrRuleName.String(l.ruleName), AttrShadow.Bool(l.shadow), AttrStorage.String(l.storage))
 		if l.errType != "" {
 			kv = append(kv, AttrErrorType.String(l.errType))
 		}
@@ -104,4 +107,24 @@ func (r *rateLimitRecorder) observe(ctx context.Context, e ratelimit.Event) {
 		}
 	}
 	span.End(trace.WithTimestamp(end))
+}
+
+// bindingName is the name of the rule e's decision reports: the rule that
+// denied; for a policy's admission, the rule whose Limit, Remaining and
+// Reset the decision carries (ratelimit reports the binding rule's); else
+// the lone rule's Name, "default" when it has none.
+func bindingName(e ratelimit.Event) string {
+	d := e.Decision
+	if d.DeniedBy != "" {
+		return d.DeniedBy
+	}
+	for _, r := range d.Rules {
+		if !r.Shadow && r.Limit == d.Limit && r.Remaining == d.Remaining && r.Reset.Equal(d.Reset) {
+			return r.Name
+		}
+	}
+	if e.Rule.Name != "" {
+		return e.Rule.Name
+	}
+	return "default"
 }
