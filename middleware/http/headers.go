@@ -43,7 +43,8 @@ const (
 	// refuses a configured rule whose window is not, and a rule
 	// [RateLimitConfig].RuleFor returns per request with such a window is
 	// reported without w (the draft makes w optional), never with a
-	// rounded one.
+	// rounded one; so is a calendar rule (ratelimit.Rule.Calendar), whose
+	// day or month has no fixed length.
 	//
 	// A shadow rule (ratelimit.Rule.Shadow: counted, never denying) is
 	// reported like the others, so that clients see a limit before it is

@@ -186,3 +186,16 @@ func TestMiddlewareProblemDetails(t *testing.T) {
 		}
 	}
 }
+
+// A calendar rule's period has no fixed length (a 23- or 25-hour day, a
+// month): it is written without w, with t the seconds until local
+// midnight.
+func TestMiddlewareIETFCalendarRule(t *testing.T) {
+	f := newHTTP(t, sluicehttp.RateLimitConfig{Headers: sluicehttp.HeadersIETF,
+		Default: ratelimit.Rule{Name: "daily", Calendar: ratelimit.Day, Max: 1000}})
+	f.clock.Set(18 * time.Hour) // 18:00 UTC
+	w := f.serve(req{"/", "203.0.113.7:1", nil})
+	if w.Header().Get("RateLimit-Policy") != `"daily";q=1000` || w.Header().Get("RateLimit") != `"daily";r=999;t=21600` {
+		t.Errorf("got %v", w.Header())
+	}
+}
