@@ -11,6 +11,7 @@ import (
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluicegrpc "github.com/sluice-go/sluice/middleware/grpc"
+	sluicehttp "github.com/sluice-go/sluice/middleware/http"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -100,4 +101,40 @@ func ExampleUnaryAPIKey() {
 	// OK ""
 	// Unauthenticated "missing API key in metadata x-api-key"
 	// Unauthenticated "invalid API key"
+}
+
+// With sluicehttp.HeadersIETF the metadata carry the draft's fields as
+// sluicehttp writes them, and a denial's ErrorInfo names the rule that
+// denied.
+func ExampleConfig_headers() {
+	limiter, err := ratelimit.New(ratelimit.Memory(10_000))
+	if err != nil {
+		panic(err)
+	}
+	limit, err := sluicegrpc.UnaryRateLimit(sluicegrpc.Config{
+		Limiter: limiter,
+		Default: ratelimit.Rule{Name: "burst", Window: time.Minute, Max: 1},
+		Headers: sluicehttp.HeadersIETF,
+	})
+	if err != nil {
+		panic(err)
+	}
+	client, stop := exampleServer(grpc.UnaryInterceptor(limit))
+	defer stop()
+
+	for range 2 {
+		var header metadata.MD
+		_, err := client.Check(context.Background(), &healthpb.HealthCheckRequest{}, grpc.Header(&header))
+		st := status.Convert(err)
+		fmt.Println(st.Code(), header.Get(sluicegrpc.MetadataPolicy), header.Get(sluicegrpc.MetadataRateLimit)[0][:12]) // t depends on the wall clock
+		for _, d := range st.Details() {
+			if info, ok := d.(*errdetails.ErrorInfo); ok {
+				fmt.Println("violated:", info.Metadata[sluicegrpc.MetadataViolatedPolicies])
+			}
+		}
+	}
+	// Output:
+	// OK ["burst";q=1;w=60] "burst";r=0;
+	// ResourceExhausted ["burst";q=1;w=60] "burst";r=0;
+	// violated: burst
 }
