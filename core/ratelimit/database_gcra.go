@@ -70,7 +70,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		}
 
 		// The guess missed: read the row and do what it calls for.
-		row, found, err := s.db.FindOne(ctx, model, core.Eq("key", key))
+		row, found, err := s.readRow(ctx, key)
 		if err != nil {
 			return state{}, err
 		}

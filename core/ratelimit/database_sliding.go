@@ -91,7 +91,7 @@ func (s *dbStorage) consumeSliding(ctx context.Context, key string, rule Rule, c
 			v.cur, v.prev, exists = v.read(rows)
 			havePrev = true
 		} else {
-			row, ok, err := s.db.FindOne(ctx, model, core.Eq("key", kcur))
+			row, ok, err := s.readRow(ctx, kcur)
 			if err != nil {
 				return state{}, err
 			}

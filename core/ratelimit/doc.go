@@ -247,6 +247,61 @@
 // tat; New refuses GCRA on one without it. Write combining counts fixed
 // windows and does not serve GCRA.
 //
+// # Policies
+//
+// A [Policy] is several named rules on one key, such as 10 a second and
+// 1000 a day, decided all or nothing by [Limiter.ConsumePolicy]: admitted
+// only when every rule that is not a shadow rule admits, and then counted
+// under each rule (a shadow rule counts what fits it); a denied request
+// is counted under none. Rule n of a policy on key k keeps its own
+// counter, named "{k}" + [PolicySeparator] + n, which no lone rule's key
+// and no other policy's rule shares. The decision reports every rule in
+// Decision.Rules and the binding one at its top (see ConsumePolicy).
+//
+// On [Database] storage a policy is decided in one transaction: each
+// rule, in the order of the counters' keys, by the protocol of a lone
+// request (above), and the transaction rolled back when a rule denies.
+// Why a transaction rather than a guarded write per rule with refunds: a
+// charge made before a later rule denies would be visible, until its
+// refund, to every concurrent request, and could deny one of them that
+// no order of the requests denies (the refunded request counted nothing),
+// while a refund guarded only on the count could land in a window that
+// has since been reset, and let a later request over the limit. In the
+// transaction a rule's uncommitted charge is seen by no one: a concurrent
+// writer of the row waits for the row's lock and then decides on the
+// committed row (PostgreSQL re-evaluates its guard on the row as
+// committed; MySQL's and MariaDB's updates read the current row), and
+// every read of the protocol there is a locking one (see [Limiter.In]),
+// not an old snapshot. So a request is admitted only if at its commit
+// every rule's count, with its charge, is at most Max, and denied only at
+// a committed state of one rule in which it does not fit, within its own
+// lifetime: exact for every rule, with no wrongful denial. Two policies
+// lock shared rows in one order (by key), and a transaction the database
+// aborts (a deadlock, a serialization failure) is tried again as a
+// whole, within [WithMaxAttempts]. It costs a transaction: BEGIN, one
+// write per rule, COMMIT; see the bench. Under [Limiter.In] the policy
+// runs in a savepoint of the caller's transaction.
+//
+// On [Secondary] storage a policy is one driver.PolicyApplier call
+// (adapters/redis: one Lua script, its keys in one Cluster slot by their
+// {k} hash tag; core/memory: under its shards' locks); a storage without
+// it refuses policies (core.ErrInvalid): charging rule by rule there
+// would have the flaw above. [Memory] decides a policy under one of its
+// policy locks, picked by the key, which no lone decision takes and every
+// policy on that key does. The denial cache keeps each rule's counter on
+// its own: a rule found full denies the policy with no write until its
+// window ends, its other rules then only read, to be reported. With
+// [WithWriteCombining] a policy is not combined: it goes alone, in its
+// transaction. [Limiter.CheckPolicy] reads each rule, one after another.
+//
+// # Shadow mode
+//
+// A rule with Shadow set counts while it admits and never denies: what it
+// would deny is admitted (uncounted by it), with Decision.WouldDeny set,
+// the observer's outcome "shadow", and in a policy its RuleDecision's
+// Allowed false. A shadow rule's storage failing admits. Roll a new limit
+// out in shadow mode, watch what it would deny, then enforce it.
+//
 // # Denial cache
 //
 // When a key is at its max, no request can be admitted before its window

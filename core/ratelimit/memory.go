@@ -23,6 +23,7 @@ func Memory(maxKeys int) Storage {
 type memStorage struct {
 	maxKeys int
 	m       *memTable
+	pol     policyLocks // see consumeAll
 }
 
 func (s *memStorage) check(Mode) error {
@@ -46,16 +47,21 @@ func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, n
 	}
 	e, ok := s.m.acquire(key, now)
 	var st state
-	switch m {
-	case SlidingWindow:
-		e.c, st = slid(e.c, ok, rule, cost, now)
-	case GCRA:
-		e.c, st = gcraCounter(e.c, ok, rule, cost, now)
-	default:
-		e.c, st = windowed(e.c, ok, rule, cost, now, m == BetterAuthWindow)
-	}
+	e.c, st = applyMode(e.c, ok, rule, cost, now, m)
 	e.mu.Unlock()
 	return st, nil
+}
+
+// applyMode decides a request of cost on c (exists false: none stored)
+// by m's algorithm: the counter after it, and the state to report.
+func applyMode(c counter, exists bool, rule Rule, cost, now int64, m Mode) (counter, state) {
+	switch m {
+	case SlidingWindow:
+		return slid(c, exists, rule, cost, now)
+	case GCRA:
+		return gcraCounter(c, exists, rule, cost, now)
+	}
+	return windowed(c, exists, rule, cost, now, m == BetterAuthWindow)
 }
 
 func (s *memStorage) peek(ctx context.Context, key string, rule Rule, now int64, m Mode) (state, error) {

@@ -10,8 +10,14 @@ import (
 // Event is one decision of a [Limiter] as an observer sees it: what was
 // asked, what was answered, and what it cost. See [WithObserver].
 type Event struct {
-	Key      string
-	Rule     Rule
+	Key string
+	// Rule is the rule decided: for a policy, its binding rule (see
+	// [Limiter.ConsumePolicy]; zero on an error), every rule's decision
+	// being in Decision.Rules.
+	Rule Rule
+	// Policy is the policy decided by ConsumePolicy or CheckPolicy; nil
+	// for a lone rule.
+	Policy   Policy
 	Cost     int64 // 0 for Check
 	Mode     Mode
 	Storage  string // "database", "secondary" or "memory"

@@ -77,12 +77,18 @@ func (l *Limiter) In(tx any) *Limiter {
 		v.txErr = fmt.Errorf("ratelimit: In: %w", err)
 		return v
 	}
-	st := &dbStorage{db: db, tx: true, base: ds, keySize: ds.keySize}
-	// GCRA's memo only picks the guarded write to try first; a view's is
-	// its own and small.
-	st.tats.once.Do(func() { st.tats.m = newBoundedMap(1, func(tat int64) int64 { return tat + tatMemoGrace }) })
-	v.store = st
+	v.store = txStorage(db, ds)
 	return v
+}
+
+// txStorage returns a storage on db, bound to a transaction, for base's
+// rows: no memory of its own (no remembered window starts; GCRA's memo,
+// which only picks the guarded write to try first, its own and small),
+// locking reads, and base's schema check.
+func txStorage(db *core.DB, base *dbStorage) *dbStorage {
+	st := &dbStorage{db: db, tx: true, base: base, keySize: base.keySize}
+	st.tats.once.Do(func() { st.tats.m = newBoundedMap(1, func(tat int64) int64 { return tat + tatMemoGrace }) })
+	return st
 }
 
 // readRow reads key's row for the counter-row protocol. Inside a caller's

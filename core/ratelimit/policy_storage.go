@@ -1,0 +1,181 @@
+package ratelimit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
+)
+
+// This file is how each storage decides a policy's rules at once (see
+// "Policies" in the package documentation): memory under the locks of
+// every counter's shard, a database in one transaction, a secondary
+// storage in one driver.PolicyApplier step.
+
+// consumeAll decides every item under the policy lock of their key (one
+// of policyStripes, picked by the key's hash): no other decision counts
+// under a policy's rules, whose keys only policies on the same key use, so
+// each counter is read (under its entry's lock, one at a time: an entry's
+// lock is never held while another is taken), every rule decided, and
+// the counters written only when every rule that is not a shadow rule
+// admits.
+func (s *memStorage) consumeAll(ctx context.Context, items []*item, cost, now int64, m Mode, _ int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	k := items[0].key
+	mu := &s.pol[maphash.String(s.m.seed, k[:strings.LastIndex(k, "}"+PolicySeparator)])%policyStripes]
+	mu.Lock()
+	defer mu.Unlock()
+	next := make([]counter, len(items))
+	admitted := true
+	for i, it := range items {
+		var c counter
+		e := s.m.lookup(it.key)
+		ok := e != nil
+		if ok {
+			c = e.c
+			e.mu.Unlock()
+		}
+		next[i], it.st = applyMode(c, ok, it.rule, cost, now, m)
+		admitted = admitted && (it.st.allowed || it.rule.Shadow)
+	}
+	if !admitted {
+		return nil
+	}
+	for i, it := range items {
+		if it.st.allowed {
+			e, _ := s.m.acquire(it.key, now)
+			e.c = next[i]
+			e.mu.Unlock()
+		}
+	}
+	return nil
+}
+
+// policyStripes is how many policy locks a Memory storage has.
+const policyStripes = 64
+
+// policyLocks are a Memory storage's policy locks.
+type policyLocks [policyStripes]sync.Mutex
+
+// errPolicyDenied rolls a policy's transaction back: a rule denied it.
+var errPolicyDenied = errors.New("ratelimit: the policy is denied")
+
+// consumeAll decides every item in one transaction, in the order of their
+// keys (so that two policies lock shared rows in one order), each by the
+// protocol of a lone request under m, and rolls the transaction back when
+// a rule that is not a shadow rule denies. A transaction the database
+// aborts for contention (a deadlock, a serialization failure) is tried
+// again as a whole, within attempts.
+func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int64, m Mode, attempts int) error {
+	for _, it := range items {
+		if err := s.prepare(ctx, it.key); err != nil {
+			return err
+		}
+	}
+	sorted := slices.Clone(items)
+	slices.SortFunc(sorted, func(a, b *item) int { return cmp.Compare(a.key, b.key) })
+	for range attempts {
+		err := s.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+			ts := txStorage(tx, s)
+			admitted := true
+			for _, it := range sorted {
+				st, err := ts.consume(ctx, it.key, it.rule, cost, now, m, attempts)
+				if err != nil {
+					return err
+				}
+				it.st = st
+				admitted = admitted && (st.allowed || it.rule.Shadow)
+			}
+			if !admitted {
+				return errPolicyDenied
+			}
+			return nil
+		})
+		switch {
+		case err == nil || errors.Is(err, errPolicyDenied):
+			return nil
+		case errors.Is(err, core.ErrUnsupported):
+			return fmt.Errorf("%w: a policy on Database storage decides in a transaction: %w", core.ErrInvalid, err)
+		case !lostRace(err):
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("%w: a policy's transaction still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+// consumeAll decides every item in one driver.PolicyApplier call: for
+// each rule, a bounded increment (fixed windows; under SlidingWindow
+// bounded by Max less the weighted previous count, read first) or a TAT
+// advance (GCRA).
+func (s *secondaryStorage) consumeAll(ctx context.Context, items []*item, cost, now int64, m Mode, _ int) error {
+	pa, ok := s.s.(driver.PolicyApplier)
+	if !ok {
+		return invalidf("Secondary: a policy needs a storage that applies its rules in one atomic step (driver.PolicyApplier); %T has none", s.s)
+	}
+	steps := make([]driver.PolicyStep, len(items))
+	slides := make([]slide, len(items))
+	ends := make([]int64, len(items))
+	for i, it := range items {
+		st := driver.PolicyStep{By: cost, Max: it.rule.Max, Optional: it.rule.Shadow}
+		st.Key, st.TTL, ends[i] = fixedCounter(it.key, it.rule, now)
+		switch m {
+		case SlidingWindow:
+			v := newSlide(now, it.rule.Window.Milliseconds())
+			w, _ := windowOf(now, v.w)
+			prev, err := s.get(ctx, slidingName(it.key, w-1))
+			if err != nil {
+				return err
+			}
+			v.prev = prev
+			slides[i] = v
+			st.Key, st.Max, st.TTL = slidingName(it.key, w), it.rule.Max-v.weighted(), 2*it.rule.Window
+		case GCRA:
+			t := gcraInterval(it.rule)
+			st.TAT, st.Now, st.By, st.Max, st.TTL = true, now, cost*t, it.rule.Max*t, 0
+		}
+		steps[i] = st
+	}
+	if _, err := pa.ApplyPolicy(ctx, steps); err != nil {
+		return err
+	}
+	for i, it := range items {
+		st := steps[i]
+		switch m {
+		case SlidingWindow:
+			v := slides[i]
+			v.cur = st.Value
+			if st.Fits {
+				it.st = v.admitted(st.Value + cost)
+			} else {
+				it.st = v.denied(cost, it.rule.Max)
+			}
+		case GCRA:
+			t := gcraInterval(it.rule)
+			tat := max(st.Value, now)
+			if st.Fits {
+				it.st = gcraState(it.rule, t, tat+cost*t, now, true)
+			} else {
+				it.st = gcraState(it.rule, t, tat, now, false)
+			}
+		default:
+			if st.Fits {
+				it.st = state{allowed: true, count: st.Value + cost, reset: resetAt(now, st.TTLLeft, it.rule, ends[i])}
+			} else {
+				it.st = state{count: st.Value, reset: resetAt(now, st.TTLLeft, it.rule, ends[i])}
+			}
+		}
+	}
+	return nil
+}
