@@ -172,7 +172,16 @@ func isDigits(s string) bool {
 // the longest time.Duration when it holds more.
 func secondsDuration(digits string) time.Duration {
 	n, err := strconv.ParseInt(digits, 10, 64)
-	if err != nil || n > math.MaxInt64/int64(time.Second) {
+	if err != nil {
+		return math.MaxInt64
+	}
+	return secondsOf(n)
+}
+
+// secondsOf is n ≥ 0 seconds, the longest time.Duration when it holds
+// more.
+func secondsOf(n int64) time.Duration {
+	if n > math.MaxInt64/int64(time.Second) {
 		return math.MaxInt64
 	}
 	return time.Duration(n) * time.Second
@@ -220,7 +229,7 @@ func (m member) integer(key string, d *time.Duration, min int64) bool {
 	if v.kind != sfInteger || v.i < min {
 		return false
 	}
-	*d = secondsDuration(strconv.FormatInt(v.i, 10))
+	*d = secondsOf(v.i)
 	return true
 }
 
