@@ -137,3 +137,28 @@ func ExampleRateLimitConfig_problemDetails() {
 	// RateLimit-Policy: "burst";q=1;w=60
 	// https://iana.org/assignments/http-problem-types#quota-exceeded [burst]
 }
+
+// A policy of two named rules on one path: both are decided together, and
+// HeadersIETF reports each of them.
+func ExampleRateLimitConfig_policies() {
+	limiter, _ := ratelimit.New(ratelimit.Memory(1000))
+	mw, err := sluicehttp.RateLimit(sluicehttp.RateLimitConfig{
+		Limiter: limiter,
+		Default: ratelimit.Unlimited,
+		Policies: map[string]ratelimit.Policy{"/api/*": {
+			{Name: "burst", Window: time.Minute, Max: 100},
+			{Name: "daily", Window: 24 * time.Hour, Max: 1000},
+		}},
+		Headers: sluicehttp.HeadersIETF,
+	})
+	if err != nil {
+		panic(err)
+	}
+	w := httptest.NewRecorder()
+	mw(http.NotFoundHandler()).ServeHTTP(w, httptest.NewRequest("GET", "/api/items", nil))
+	fmt.Println("RateLimit-Policy:", w.Header().Get("RateLimit-Policy"))
+	fmt.Println("RateLimit:", w.Header().Get("RateLimit"))
+	// Output:
+	// RateLimit-Policy: "burst";q=100;w=60, "daily";q=1000;w=86400
+	// RateLimit: "burst";r=99;t=60, "daily";r=999;t=86400
+}

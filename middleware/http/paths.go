@@ -51,8 +51,8 @@ func (l limit) String() string {
 	return b.String()
 }
 
-// newPaths checks cfg.Default and every rule of cfg.Paths against
-// cfg.Limiter and cfg.Headers, and every path.
+// newPaths checks cfg.Default and every rule of cfg.Paths and
+// cfg.Policies against cfg.Limiter and cfg.Headers, and every path.
 func newPaths(cfg *RateLimitConfig) (paths, error) {
 	l, style := cfg.Limiter, cfg.Headers
 	ps := paths{def: limit{rule: cfg.Default}, exact: map[string]limit{}}
@@ -85,6 +85,19 @@ func newPaths(cfg *RateLimitConfig) (paths, error) {
 			return ps, err
 		}
 	}
+	for _, p := range slices.Sorted(maps.Keys(cfg.Policies)) {
+		where := fmt.Sprintf("RateLimitConfig.Policies[%q]", p)
+		if _, dup := cfg.Paths[p]; dup {
+			return ps, invalidf("%s: the path is in Paths too: give it a rule or a policy", where)
+		}
+		pol := slices.Clone(cfg.Policies[p]) // the caller may reuse its slice
+		if err := checkPolicy(l, style, where, pol); err != nil {
+			return ps, err
+		}
+		if err := add("Policies", p, limit{policy: pol}); err != nil {
+			return ps, err
+		}
+	}
 	sort.Slice(ps.patterns, func(i, j int) bool {
 		a, b := ps.patterns[i], ps.patterns[j]
 		if a.literal != b.literal {
@@ -93,6 +106,20 @@ func newPaths(cfg *RateLimitConfig) (paths, error) {
 		return a.glob < b.glob
 	})
 	return ps, nil
+}
+
+// checkPolicy checks pol against l, as ConsumePolicy would
+// (Limiter.CheckPolicyRules), and each of its rules against style.
+func checkPolicy(l *ratelimit.Limiter, style HeaderStyle, where string, pol ratelimit.Policy) error {
+	if err := l.CheckPolicyRules(pol); err != nil {
+		return invalidIn(where, err)
+	}
+	for i, r := range pol {
+		if err := style.checkRule(fmt.Sprintf("%s[%d]", where, i), r); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // limitFor picks the request's rule or policy in the order

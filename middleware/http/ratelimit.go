@@ -16,8 +16,8 @@ import (
 // A request's rule (or policy) is chosen in this order, the first that
 // applies winning:
 //  1. RuleFor, when set and it returns true;
-//  2. Paths[path], an exact path;
-//  3. the matching pattern of Paths (keys containing '*',
+//  2. Paths[path] or Policies[path], an exact path;
+//  3. the matching pattern of Paths and Policies (keys containing '*',
 //     where '*' matches any run of characters, '/' included) with the most
 //     characters other than '*'; a tie goes to the pattern that sorts
 //     first;
@@ -43,8 +43,15 @@ type RateLimitConfig struct {
 	// Paths maps exact paths and '*' patterns to rules. [ParseRules] builds
 	// it from strings such as "100-M".
 	Paths map[string]ratelimit.Rule
+	// Policies maps exact paths and '*' patterns, as Paths does, to
+	// policies: several named rules on one key, decided together by
+	// ratelimit.Limiter.ConsumePolicy (admitted only when every rule that
+	// is not a shadow rule admits; a denial charges none). A path is in
+	// Paths or in Policies, not both. With [HeadersIETF] each rule of the
+	// policy has its member in the RateLimit fields.
+	Policies map[string]ratelimit.Policy
 	// RuleFor, when set, is asked first; returning false falls through to
-	// Paths and Default.
+	// Paths, Policies and Default.
 	RuleFor func(r *http.Request) (ratelimit.Rule, bool)
 	// TrustedProxies are the proxies whose X-Forwarded-For (or
 	// ClientIPHeader) is believed. See [ClientKey]. A prefix written as
@@ -285,6 +292,9 @@ func (m *rateLimit) report(r *http.Request, err error) {
 
 // consume decides the request under lim.
 func (m *rateLimit) consume(ctx context.Context, key string, lim limit) (ratelimit.Decision, error) {
+	if lim.policy != nil {
+		return m.cfg.Limiter.ConsumePolicy(ctx, key, lim.policy, 1)
+	}
 	return m.cfg.Limiter.Consume(ctx, key, lim.rule)
 }
 
