@@ -24,8 +24,8 @@
 // sluice.ratelimit.mode ("FixedWindow", "BetterAuthWindow",
 // "SlidingWindow", "GCRA"), sluice.ratelimit.rule (the rule as
 // ratelimit.ParseRule reads it, such as "100-M"), sluice.ratelimit.rule.name
-// (the binding rule's Name: the rule of a policy that denied, or whose
-// figures the decision reports; "default" for a lone unnamed rule),
+// (the binding rule's Name: the rule of a policy that denied, or the one
+// with the fewest remaining; "default" for a lone unnamed rule),
 // sluice.ratelimit.shadow (true when a shadow rule would have denied:
 // Decision.WouldDeny), sluice.storage ("database", "secondary", "memory")
 // and, on errors only, error.type.

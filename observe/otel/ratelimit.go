@@ -109,22 +109,13 @@ func (r *rateLimitRecorder) observe(ctx context.Context, e ratelimit.Event) {
 	span.End(trace.WithTimestamp(end))
 }
 
-// bindingName is the name of the rule e's decision reports: the rule that
-// denied; for a policy's admission, the rule whose Limit, Remaining and
-// Reset the decision carries (ratelimit reports the binding rule's); else
-// the lone rule's Name, "default" when it has none.
+// bindingName is the name of the rule e's decision reports: for a policy,
+// its binding rule (the rule that denied, or the one with the fewest
+// remaining), which ratelimit puts in e.Rule; "" for a policy's error
+// before any rule decided. A lone rule without a Name is "default".
 func bindingName(e ratelimit.Event) string {
-	d := e.Decision
-	if d.DeniedBy != "" {
-		return d.DeniedBy
+	if e.Rule.Name == "" && e.Policy == nil {
+		return "default"
 	}
-	for _, r := range d.Rules {
-		if !r.Shadow && r.Limit == d.Limit && r.Remaining == d.Remaining && r.Reset.Equal(d.Reset) {
-			return r.Name
-		}
-	}
-	if e.Rule.Name != "" {
-		return e.Rule.Name
-	}
-	return "default"
+	return e.Rule.Name
 }

@@ -2,6 +2,7 @@ package sluiceotel_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -52,35 +53,41 @@ func TestRateLimitShadowAttribute(t *testing.T) {
 	}
 }
 
-// A policy's decision names its binding rule: the one that denied, or
-// the one whose figures the decision reports.
-func TestRateLimitBindingRuleName(t *testing.T) {
+// A policy's decision names its binding rule, and a shadow rule that
+// would deny is reported as the lone rule's is.
+func TestRateLimitPolicyAttributes(t *testing.T) {
+	ctx := context.Background()
 	tel := newTelemetry(t)
 	observe, err := sluiceotel.RateLimitObserver(tel.options()...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	reset := time.Date(2026, 1, 1, 0, 1, 0, 0, time.UTC)
-	rules := []ratelimit.RuleDecision{
-		{Name: "burst", Allowed: true, Limit: 10, Remaining: 9, Reset: reset},
-		{Name: "daily", Allowed: true, Limit: 1000, Remaining: 5, Reset: reset.Add(time.Hour)},
-		{Name: "new", Shadow: true, Limit: 1, Remaining: 0, Reset: reset},
+	l, err := ratelimit.New(ratelimit.Memory(100), ratelimit.WithObserver(observe))
+	if err != nil {
+		t.Fatal(err)
 	}
-	admitted := ratelimit.Decision{Allowed: true, WouldDeny: true, Limit: 1000, Remaining: 5, Reset: reset.Add(time.Hour), Rules: rules}
-	denied := ratelimit.Decision{Limit: 10, DeniedBy: "burst", Reset: reset, RetryAfter: time.Second, Rules: rules}
-	observe(context.Background(), ratelimit.Event{Key: "k", Cost: 1, Storage: "memory", Decision: admitted})
-	observe(context.Background(), ratelimit.Event{Key: "k", Cost: 1, Storage: "memory", Decision: denied})
-	base := []attribute.KeyValue{attribute.String("sluice.ratelimit.mode", "FixedWindow"), attribute.String("sluice.ratelimit.rule", "0/0s"),
-		attribute.String("sluice.storage", "memory")}
-	wantAdmitted := set(append(base, attribute.String("sluice.outcome", "shadow"), attribute.Bool("sluice.ratelimit.shadow", true),
-		attribute.String("sluice.ratelimit.rule.name", "daily"))...)
-	wantDenied := set(append(base, attribute.String("sluice.outcome", "denied"), attribute.Bool("sluice.ratelimit.shadow", false),
-		attribute.String("sluice.ratelimit.rule.name", "burst"))...)
+	p := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "new", Window: time.Minute, Max: 1, Shadow: true}}
+	var outcomes []string
+	for range 3 {
+		d, err := l.ConsumePolicy(ctx, "k", p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		outcomes = append(outcomes, ratelimit.Event{Decision: d}.Outcome())
+	}
+	if fmt.Sprint(outcomes) != "[allowed shadow denied]" {
+		t.Fatalf("outcomes %v", outcomes)
+	}
+	base := []attribute.KeyValue{attribute.String("sluice.ratelimit.mode", "FixedWindow"), attribute.String("sluice.ratelimit.rule", "2-M"),
+		attribute.String("sluice.ratelimit.rule.name", "burst"), attribute.String("sluice.storage", "memory")}
 	got := decisionPoints(t, tel)
-	if _, ok := got[wantAdmitted.Equivalent()]; !ok || len(got) != 2 {
-		t.Errorf("points %v; want one admitted by daily's figures", got)
-	}
-	if _, ok := got[wantDenied.Equivalent()]; !ok {
-		t.Errorf("points %v; want one denied by burst", got)
+	for _, want := range []attribute.Set{
+		set(append(base, attribute.String("sluice.outcome", "allowed"), attribute.Bool("sluice.ratelimit.shadow", false))...),
+		set(append(base, attribute.String("sluice.outcome", "shadow"), attribute.Bool("sluice.ratelimit.shadow", true))...),
+		set(append(base, attribute.String("sluice.outcome", "denied"), attribute.Bool("sluice.ratelimit.shadow", false))...),
+	} {
+		if p, ok := got[want.Equivalent()]; !ok || p.Value != 1 {
+			t.Errorf("no point %v in %v", want, got)
+		}
 	}
 }
