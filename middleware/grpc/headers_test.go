@@ -63,3 +63,37 @@ func TestRateLimitIETFWholeSeconds(t *testing.T) {
 		}
 	}
 }
+
+// A method's policy: every rule in the metadata, the denying one in the
+// ErrorInfo.
+func TestRateLimitPolicyMetadata(t *testing.T) {
+	clk := newClock()
+	limiter, _ := ratelimit.New(ratelimit.Memory(1000), ratelimit.WithClock(clk.Now))
+	unary, _ := rateLimited(t, &health{}, sluicegrpc.Config{Limiter: limiter, Headers: sluicehttp.HeadersIETF, Default: ratelimit.Unlimited,
+		Policies: map[string]ratelimit.Policy{"/grpc.health.v1.Health/*": {
+			{Name: "burst", Window: 10 * time.Second, Max: 1}, {Name: "daily", Window: 24 * time.Hour, Max: 100}}}})
+	c := unary()
+	wantMeta(t, "allowed", c, map[string]string{sluicegrpc.MetadataPolicy: `"burst";q=1;w=10, "daily";q=100;w=86400`,
+		sluicegrpc.MetadataRateLimit: `"burst";r=0;t=10, "daily";r=99;t=86400`})
+	clk.Advance(4 * time.Second)
+	c = unary()
+	if c.code() != codes.ResourceExhausted || c.retryDelay() != 6*time.Second {
+		t.Fatalf("second call: %v", c.err)
+	}
+	wantMeta(t, "denied", c, map[string]string{sluicegrpc.MetadataRateLimit: `"burst";r=0;t=6, "daily";r=99;t=86396`, sluicegrpc.MetadataRetryAfter: "6"})
+	for _, d := range status.Convert(c.err).Details() {
+		if info, ok := d.(*errdetails.ErrorInfo); ok && info.Metadata[sluicegrpc.MetadataViolatedPolicies] != "burst" {
+			t.Errorf("ErrorInfo %v, want violated-policies burst", info.Metadata)
+		}
+	}
+	_, err := sluicegrpc.UnaryRateLimit(sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Unlimited,
+		Methods: map[string]ratelimit.Rule{"/a.B/C": {Window: time.Second, Max: 1}}, Policies: map[string]ratelimit.Policy{"/a.B/C": {}}})
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `Config.Policies["/a.B/C"]: the method is in Methods too`) {
+		t.Errorf("a method in both: %v", err)
+	}
+	_, err = sluicegrpc.UnaryRateLimit(sluicegrpc.Config{Limiter: limiter, Default: ratelimit.Unlimited,
+		Policies: map[string]ratelimit.Policy{"/a.B/C": {{Name: "x", Window: time.Second, Max: 1}, {Name: "x", Window: time.Minute, Max: 1}}}})
+	if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), `Config.Policies["/a.B/C"]: ratelimit: invalid request: policy rules 0 and 1 are both named "x"`) {
+		t.Errorf("duplicate names: %v", err)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/textproto"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -56,10 +57,11 @@ const ErrorDomain = "sluice"
 
 // Config configures [UnaryRateLimit] and [StreamRateLimit].
 //
-// A call's rule is Methods[fullMethod] (such as "/pkg.Service/Method"),
-// else the Methods pattern ending in '*' with the longest prefix of the
-// full method ("/pkg.Service/*" for a whole service, "*" for every call),
-// else Default. Any of them may be ratelimit.Unlimited, which lets the call
+// A call's rule (or policy) is Methods[fullMethod] or
+// Policies[fullMethod] (such as "/pkg.Service/Method"), else the Methods or
+// Policies pattern ending in '*' with the longest prefix of the full
+// method ("/pkg.Service/*" for a whole service, "*" for every call), else
+// Default. Any of them may be ratelimit.Unlimited, which lets the call
 // through untouched. A stream is counted once, when it opens.
 type Config struct {
 	// Limiter decides the calls. Required.
@@ -70,6 +72,11 @@ type Config struct {
 	// Methods maps full method names, and prefixes ending in '*', to
 	// rules.
 	Methods map[string]ratelimit.Rule
+	// Policies maps full method names, and prefixes ending in '*', as
+	// Methods does, to policies: several named rules on one key, decided
+	// together by ratelimit.Limiter.ConsumePolicy. A method is in Methods
+	// or in Policies, not both.
+	Policies map[string]ratelimit.Policy
 
 	// Key, when set, names the bucket a call is counted in instead of its
 	// client address and method: a user id, an API key, a tenant. Calls
@@ -113,16 +120,35 @@ type Config struct {
 	Headers sluicehttp.HeaderStyle
 }
 
+// choice is what a call is decided by: a lone rule, or a policy.
+type choice struct {
+	rule   ratelimit.Rule
+	policy ratelimit.Policy // nil: rule alone
+}
+
+// String names the choice in a stored key: the rule, or the policy's
+// rules with their names (which hold no ',' or '=').
+func (c choice) String() string {
+	if c.policy == nil {
+		return c.rule.String()
+	}
+	parts := make([]string, len(c.policy))
+	for i, r := range c.policy {
+		parts[i] = r.Name + "=" + r.String()
+	}
+	return strings.Join(parts, ",")
+}
+
 type prefixRule struct {
 	prefix string
-	rule   ratelimit.Rule
+	choice choice
 }
 
 // limiter is a checked Config.
 type limiter struct {
 	cfg      Config
 	client   sluicehttp.RateLimitConfig // for ClientKey: the client fields of cfg
-	exact    map[string]ratelimit.Rule
+	exact    map[string]choice
 	prefixes []prefixRule // longest first
 }
 
@@ -187,7 +213,7 @@ func newLimiter(cfg Config) (*limiter, error) {
 	if _, err := sluicehttp.RateLimit(client); err != nil {
 		return nil, fmt.Errorf("sluicegrpc: Config (checked as sluicehttp.RateLimitConfig): %w", err)
 	}
-	l := &limiter{cfg: cfg, client: client, exact: map[string]ratelimit.Rule{}}
+	l := &limiter{cfg: cfg, client: client, exact: map[string]choice{}}
 	for m, rule := range cfg.Methods {
 		if err := cfg.Limiter.CheckRule(rule); err != nil {
 			return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q]: %w", m, err)
@@ -195,45 +221,78 @@ func newLimiter(cfg Config) (*limiter, error) {
 		if err := cfg.Headers.CheckRule(rule); err != nil {
 			return nil, fmt.Errorf("sluicegrpc: Config.Methods[%q]: %w", m, err)
 		}
-		switch i := strings.IndexByte(m, '*'); {
-		case i < 0 && strings.HasPrefix(m, "/"):
-			l.exact[m] = rule
-		case i == len(m)-1:
-			l.prefixes = append(l.prefixes, prefixRule{prefix: m[:i], rule: rule})
-		default:
-			return nil, fmt.Errorf("sluicegrpc: %w: Config.Methods[%q]: a key is a full method (\"/pkg.Service/Method\") or a prefix ending in '*'",
-				core.ErrInvalid, m)
+		if err := l.place("Methods", m, choice{rule: rule}); err != nil {
+			return nil, err
+		}
+	}
+	for m, p := range cfg.Policies {
+		if _, dup := cfg.Methods[m]; dup {
+			return nil, fmt.Errorf("sluicegrpc: %w: Config.Policies[%q]: the method is in Methods too: give it a rule or a policy", core.ErrInvalid, m)
+		}
+		if err := l.checkPolicy(m, p); err != nil {
+			return nil, err
+		}
+		if err := l.place("Policies", m, choice{policy: slices.Clone(p)}); err != nil {
+			return nil, err
 		}
 	}
 	sort.Slice(l.prefixes, func(i, j int) bool { return len(l.prefixes[i].prefix) > len(l.prefixes[j].prefix) })
 	return l, nil
 }
 
-func (l *limiter) ruleFor(method string) ratelimit.Rule {
-	if rule, ok := l.exact[method]; ok {
-		return rule
+// checkPolicy checks Policies[m] as ConsumePolicy and the header style
+// would.
+func (l *limiter) checkPolicy(m string, p ratelimit.Policy) error {
+	if err := l.cfg.Limiter.CheckPolicyRules(p); err != nil {
+		return fmt.Errorf("sluicegrpc: Config.Policies[%q]: %w", m, err)
+	}
+	for i, r := range p {
+		if err := l.cfg.Headers.CheckRule(r); err != nil {
+			return fmt.Errorf("sluicegrpc: Config.Policies[%q][%d]: %w", m, i, err)
+		}
+	}
+	return nil
+}
+
+// place files c under the method or prefix m of the field named.
+func (l *limiter) place(field, m string, c choice) error {
+	switch i := strings.IndexByte(m, '*'); {
+	case i < 0 && strings.HasPrefix(m, "/"):
+		l.exact[m] = c
+	case i == len(m)-1:
+		l.prefixes = append(l.prefixes, prefixRule{prefix: m[:i], choice: c})
+	default:
+		return fmt.Errorf("sluicegrpc: %w: Config.%s[%q]: a key is a full method (\"/pkg.Service/Method\") or a prefix ending in '*'",
+			core.ErrInvalid, field, m)
+	}
+	return nil
+}
+
+func (l *limiter) choiceFor(method string) choice {
+	if c, ok := l.exact[method]; ok {
+		return c
 	}
 	for _, p := range l.prefixes {
 		if strings.HasPrefix(method, p.prefix) {
-			return p.rule
+			return p.choice
 		}
 	}
-	return l.cfg.Default
+	return choice{rule: l.cfg.Default}
 }
 
 // decide counts the call and returns the header metadata to send and the
 // error to answer with (nil: run the handler).
 func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error) {
-	rule := l.ruleFor(method)
-	if rule == ratelimit.Unlimited || (l.cfg.Skip != nil && l.cfg.Skip(ctx, method)) {
+	c := l.choiceFor(method)
+	if c.policy == nil && c.rule == ratelimit.Unlimited || (l.cfg.Skip != nil && l.cfg.Skip(ctx, method)) {
 		return nil, nil
 	}
-	key, err := l.key(ctx, method, rule)
+	key, err := l.key(ctx, method, c)
 	if err != nil {
 		l.report(ctx, method, err)
 		return nil, failure(codes.Internal, sluicehttp.CodeKeyFailed, "The request could not be identified for rate limiting.")
 	}
-	d, err := l.cfg.Limiter.Consume(ctx, key, rule)
+	d, err := l.consume(ctx, key, c)
 	if err != nil {
 		l.report(ctx, method, err)
 		switch {
@@ -246,13 +305,21 @@ func (l *limiter) decide(ctx context.Context, method string) (metadata.MD, error
 	}
 	var md metadata.MD
 	if !l.cfg.NoMetadata {
-		md = l.metadata(rule, d)
+		md = l.metadata(c.rule, d)
 	}
 	if d.Allowed {
 		return md, nil
 	}
 	return md, denial(codes.ResourceExhausted, sluicehttp.CodeRateLimited, "Too many requests. Please try again later.", d.RetryAfter,
-		sluicehttp.ViolatedPolicies(rule, d))
+		sluicehttp.ViolatedPolicies(c.rule, d))
+}
+
+// consume decides the call under c.
+func (l *limiter) consume(ctx context.Context, key string, c choice) (ratelimit.Decision, error) {
+	if c.policy != nil {
+		return l.cfg.Limiter.ConsumePolicy(ctx, key, c.policy, 1)
+	}
+	return l.cfg.Limiter.Consume(ctx, key, c.rule)
 }
 
 // metadata is what sluicehttp's middleware would write in the headers of
@@ -272,7 +339,7 @@ func (l *limiter) metadata(rule ratelimit.Rule, d ratelimit.Decision) metadata.M
 	return md
 }
 
-func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (string, error) {
+func (l *limiter) key(ctx context.Context, method string, c choice) (string, error) {
 	if l.cfg.Key == nil {
 		return ratelimit.SafeKey(l.clientKey(ctx) + "|" + method), nil
 	}
@@ -283,7 +350,7 @@ func (l *limiter) key(ctx context.Context, method string, rule ratelimit.Rule) (
 	case k == "":
 		return "", errors.New("sluicegrpc: Config.Key returned an empty key")
 	}
-	return ratelimit.SafeKey(k + "|" + rule.String()), nil
+	return ratelimit.SafeKey(k + "|" + c.String()), nil
 }
 
 // clientKey is ratelimit's client key of the call's peer, and of what a
