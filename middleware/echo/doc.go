@@ -5,11 +5,11 @@
 // with echo.WrapMiddleware rather than deciding anything itself:
 // [RateLimit] runs sluicehttp.RateLimit with every option of
 // sluicehttp.RateLimitConfig (key function, client IP behind trusted
-// proxies, IPv4/IPv6 grouping, path rules, exemptions, header styles
-// (the IETF draft's RateLimit and RateLimit-Policy, one member per
-// rule), problem details,
-// custom denials), and [APIKey] runs sluicehttp.APIKey, so an echo service answers exactly as a
-// net/http one: 429 with Retry-After, RateLimit-* headers and a JSON
+// proxies, IPv4/IPv6 grouping, path rules and policies, exemptions,
+// header styles (the IETF draft's RateLimit and RateLimit-Policy, one
+// member per rule), problem details, custom denials), and [APIKey] runs
+// sluicehttp.APIKey, so an echo service answers exactly as a net/http
+// one: 429 with Retry-After, RateLimit-* headers and a JSON
 // ErrorBody; 401 with WWW-Authenticate for a missing or invalid key. The
 // verified key is in the request's context
 // (sluicehttp.KeyFromContext(c.Request().Context()), or [KeyFromContext]).

@@ -181,6 +181,9 @@ func again(req *http.Request) (*http.Request, error) {
 // drain reads a little of a denial's body, so that its connection can be
 // reused, and closes it.
 func drain(body io.ReadCloser) {
+	if body == nil { // a Base that breaks http.Response's promise
+		return
+	}
 	_, _ = io.CopyN(io.Discard, body, 4<<10)
 	_ = body.Close()
 }

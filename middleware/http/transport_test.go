@@ -202,3 +202,13 @@ func checkTransportBound(t *testing.T, h http.Header) {
 		t.Fatalf("slept %v in all (MaxWait 10s), error %v", ft.slept, err)
 	}
 }
+
+// A Base whose denial has no Body (http.Response promises one) does not
+// make the transport panic.
+func TestTransportDenialWithoutBody(t *testing.T) {
+	s := &script{answers: []*http.Response{{StatusCode: 429, Header: hdr("Retry-After", "1")}, answer(200)}}
+	resp, err := get(t, newTransport(s, &fakeTime{now: t0}, time.Minute), context.Background(), "")
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("got %v, %v", resp, err)
+	}
+}
