@@ -51,3 +51,26 @@ func ExampleTransport() {
 	// first: 200 OK
 	// second: 429 1h0m0s over MaxWait (30s left) burst 100
 }
+
+// The fields of the draft's example with two policies (its section 3 and
+// appendix B.3.1), read.
+func ExampleParseRateLimit() {
+	h := http.Header{}
+	h.Set("RateLimit-Policy", `"hour";q=1000;w=3600, "day";q=5000;w=86400`)
+	h.Set("RateLimit", `"day";r=100;t=36000`)
+	policies, err := sluicehttp.ParseRateLimitPolicy(h)
+	fmt.Println(err)
+	for _, p := range policies {
+		fmt.Println(p.Name, p.Quota, "per", p.Window)
+	}
+	limits, err := sluicehttp.ParseRateLimit(h)
+	fmt.Println(err, limits[0].Name, limits[0].Remaining, "left for", limits[0].Reset)
+	_, err = sluicehttp.ParseRateLimit(http.Header{"Ratelimit": {`"day";r=-1`}})
+	fmt.Println(err)
+	// Output:
+	// <nil>
+	// hour 1000 per 1h0m0s
+	// day 5000 per 24h0m0s
+	// <nil> day 100 left for 10h0m0s
+	// sluicehttp: malformed rate-limit field: RateLimit member 0: r must be an Integer ≥ 0
+}
