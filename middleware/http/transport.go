@@ -53,6 +53,20 @@ type Transport struct {
 	// response has no Date, and the time compared with the request's
 	// deadline; nil means time.Now.
 	Now func() time.Time
+	// Partition, when set, paces requests, as the draft asks a client not
+	// to exceed the available quota within the effective window: it names
+	// the partition a request's quota belongs to (its URL's host for a
+	// per-client limit, host and path for sluicehttp.RateLimit's default
+	// key per client and path). After a response of the partition says a
+	// policy is exhausted (a RateLimit member with r=0 and t, shadow ones
+	// aside), or a denial how long to wait, the partition's next requests
+	// wait until then before they are sent, within MaxWait and the
+	// deadline as for a denial; otherwise they fail fast with a
+	// [*RateLimitedError] whose StatusCode is 0, nothing sent. nil sends
+	// every request at once.
+	Partition func(r *http.Request) string
+
+	pace pacer
 }
 
 // RateLimitedError is the error of a [Transport] that fails fast on a
@@ -98,12 +112,25 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx := req.Context()
 	budget := t.MaxWait
+	part := ""
+	if t.Partition != nil {
+		part = t.Partition(req)
+		waited, err := t.paced(ctx, part, budget)
+		if err != nil {
+			return nil, err
+		}
+		budget -= waited
+	}
 	for attempt := 0; ; attempt++ {
 		resp, err := base.RoundTrip(req)
 		if err != nil {
 			return nil, err
 		}
-		e := denial(resp, t.now())
+		now := t.now()
+		e := denial(resp, now)
+		if t.Partition != nil {
+			t.pace.record(part, resp.Header, e, now)
+		}
 		if e == nil {
 			return resp, nil
 		}
@@ -125,20 +152,45 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 // hold says why the denial e of the attempt'th try of req cannot be
 // waited for, or "".
 func (t *Transport) hold(ctx context.Context, req *http.Request, e *RateLimitedError, attempt, retries int, budget time.Duration) string {
-	deadline, hasDeadline := ctx.Deadline()
-	switch {
-	case !e.WaitKnown:
+	if !e.WaitKnown {
 		return "no wait"
-	case e.Wait > budget:
-		return fmt.Sprintf("over MaxWait (%v left)", max(budget, 0))
-	case hasDeadline && !t.now().Add(e.Wait).Before(deadline):
-		return "past the deadline"
+	}
+	if why := t.fits(ctx, e.Wait, budget); why != "" {
+		return why
+	}
+	switch {
 	case attempt >= retries:
 		return "retries exhausted"
 	case req.Body != nil && req.Body != http.NoBody && req.GetBody == nil:
 		return "body not replayable"
 	}
 	return ""
+}
+
+// fits says why waiting wait is out of the question, or "": it is over
+// what is left of MaxWait, or ends past ctx's deadline.
+func (t *Transport) fits(ctx context.Context, wait, budget time.Duration) string {
+	deadline, hasDeadline := ctx.Deadline()
+	switch {
+	case wait > budget:
+		return fmt.Sprintf("over MaxWait (%v left)", max(budget, 0))
+	case hasDeadline && !t.now().Add(wait).Before(deadline):
+		return "past the deadline"
+	}
+	return ""
+}
+
+// paced waits until the partition part may send again, and returns how
+// long it waited, or fails fast.
+func (t *Transport) paced(ctx context.Context, part string, budget time.Duration) (time.Duration, error) {
+	wait := t.pace.wait(part, t.now())
+	if wait <= 0 {
+		return 0, nil
+	}
+	if why := t.fits(ctx, wait, budget); why != "" {
+		return 0, &RateLimitedError{Wait: wait, WaitKnown: true, Reason: "paced, nothing sent: " + why}
+	}
+	return wait, t.sleep(ctx, wait)
 }
 
 // denial reads resp as a denial, or returns nil for a response that is
@@ -155,13 +207,22 @@ func denial(resp *http.Response, now time.Time) *RateLimitedError {
 	e.Limits, _ = ParseRateLimit(resp.Header)
 	e.Policies, _ = ParseRateLimitPolicy(resp.Header)
 	if !known {
-		for _, l := range e.Limits {
-			if l.Remaining == 0 && l.HasReset && !l.Shadow {
-				e.Wait, e.WaitKnown = max(e.Wait, l.Reset), true
-			}
-		}
+		e.Wait, e.WaitKnown = exhausted(e.Limits)
 	}
 	return e
+}
+
+// exhausted is the longest t of the limits that are exhausted (r=0 with
+// t) and not shadow; false when there are none.
+func exhausted(limits []ServiceLimit) (time.Duration, bool) {
+	var wait time.Duration
+	found := false
+	for _, l := range limits {
+		if l.Remaining == 0 && l.HasReset && !l.Shadow {
+			wait, found = max(wait, l.Reset), true
+		}
+	}
+	return wait, found
 }
 
 // again is req to send once more, with a fresh body.
