@@ -203,6 +203,50 @@
 // and MariaDB: they split the batches, and a hot row there takes few
 // more writes per second from a few writers than from one.
 //
+// # Leases
+//
+// Write combining folds one process's requests; several processes on one
+// hot key still queue on its row. With [WithLeases] a limiter instead
+// reserves units of a key's window in blocks: one guarded write claims a
+// block of k (the protocol above, guard count ≤ max − k, so a block is
+// never more than the window has left), and the requests that follow are
+// admitted from it in memory, without I/O, until it is spent; callers on
+// one key wait for one refill. A unit is spent only in the window it was
+// claimed in, and every claimed unit is counted in the row, so no window
+// admits more than its Max whatever the processes: over-admission is
+// impossible by construction, not merely unlikely.
+//
+// What a lease holds unspent is the only under-admission: a request
+// another process denies while units sit in this one's lease. It is at
+// most the lease size per process and key, and smaller in practice, as
+// blocks adapt to demand: a lease's first block is an eighth of the size,
+// each refill within the lease time doubles it (up to the size), and a
+// block is at most half of what the window had left at the last claim
+// (at least the request's cost), so near the limit the blocks shrink to
+// single units. When a block does not fit, the refill asks for half of
+// what is left, and a request is denied only when what is left is less
+// than its cost. One process alone on a key admits exactly Max.
+//
+// A lease ends with its window (its units lapse with the count), after
+// [WithLeaseTime] unused ([Limiter.Prune] and StartPruning return it), or
+// at [Limiter.Close], which returns every lease. A return is a guarded
+// decrement on the window's start and on the count holding the units, so
+// it never credits a window opened since; the units leave the lease
+// before the write, so a failed return under-admits and never spends
+// twice. A process that dies loses at most what its leases held, until
+// the window ends. Secondary storage (Redis) has no guard that tells one
+// window of a counter from the next, so there a lease is never returned
+// early: an unused one lapses with its window.
+//
+// [Limiter.Leased] reports the units a limiter holds; [Event].Leased
+// those of the decision's key. [Limiter.Reset] drops the limiter's own
+// leases of the key; another process's leases, claimed from the counter
+// Reset deleted, are spent until they run out (at most the lease size
+// each). Windows are each process's clock, as everywhere: with clock skew
+// between servers a lease may spend its last units up to the skew after
+// another server opened the next window. A view made by [Limiter.In]
+// charges in the caller's transaction without leases.
+//
 // # GCRA
 //
 // With [GCRA] (the generic cell rate algorithm, a token bucket, as

@@ -57,6 +57,7 @@ type Limiter struct {
 	longest  time.Duration
 	denials  *boundedMap[denial] // nil: no denial cache
 	comb     *combiner           // nil: no write combining
+	leases   *leaser             // nil: no leases
 	observe  func(context.Context, Event)
 
 	// parent is the limiter that In made this view of, bound to a
@@ -93,6 +94,11 @@ type options struct {
 	observeSet bool
 	// clockSet tells WithClock from the default.
 	clockSet bool
+	// lease is WithLeases's size, leaseSet whether it was given, and
+	// leaseTime WithLeaseTime's (0: the default).
+	lease     int64
+	leaseSet  bool
+	leaseTime time.Duration
 }
 
 // Option configures [New].
@@ -177,10 +183,16 @@ func New(s Storage, opts ...Option) (*Limiter, error) {
 	if err := s.check(o.mode); err != nil {
 		return nil, err
 	}
+	if err := checkLeases(&o, s); err != nil {
+		return nil, err
+	}
 	l := &Limiter{store: s, clock: o.clock, mode: o.mode, failOpen: o.failOpen,
 		attempts: o.attempts, longest: o.longest, newTicker: realTicker, observe: o.observe}
 	if o.combine {
 		l.comb = newCombiner(ds)
+	}
+	if o.leaseSet {
+		l.leases = newLeaser(s, l.comb, o.lease, o.leaseTime)
 	}
 	_, inMemory := s.(*memStorage)
 	if inMemory && !o.clockSet {
@@ -258,9 +270,14 @@ func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *R
 		switch {
 		case cost == 0 || cost > r.Max:
 			st, err = l.store.peek(ctx, key, *r, now, l.mode)
+			if l.leases != nil {
+				st = l.leases.peeked(key, *r, now, st)
+			}
 			if cost > r.Max {
 				st.allowed = false
 			}
+		case l.leases != nil:
+			st, err = l.leases.consume(ctx, key, *r, cost, now, l.attempts)
 		case l.comb != nil:
 			st, err = l.comb.consume(ctx, key, *r, cost, now, l.mode, l.attempts)
 		default:
@@ -322,6 +339,9 @@ func (l *Limiter) CheckRule(rule Rule) error {
 	if p := rule.modeProblem(l.mode); p != "" {
 		return invalidf("%s", p)
 	}
+	if p := l.leases.problem(rule); p != "" {
+		return invalidf("%s", p)
+	}
 	if l.longest > 0 && rule.longest() > l.longest {
 		return invalidf("window %v is longer than the limiter's longest window %v", rule.longest(), l.longest)
 	}
@@ -341,6 +361,9 @@ func (l *Limiter) validate(key string, rule Rule, cost int64) error {
 		return err
 	}
 	if p := rule.modeProblem(l.mode); p != "" {
+		return invalidf("%s", p)
+	}
+	if p := l.leases.problem(rule); p != "" {
 		return invalidf("%s", p)
 	}
 	if l.longest > 0 && rule.longest() > l.longest {

@@ -33,6 +33,10 @@ type Event struct {
 	// this decision (see driver.RoundTrips): 0 for a denial from the denial
 	// cache and for Memory storage.
 	RoundTrips int64
+	// Leased is how many units of the key, under the rule, the limiter
+	// holds in its lease after the decision ([WithLeases]; 0 without):
+	// claimed from the counter, not yet spent.
+	Leased int64
 }
 
 // Outcome is "allowed", "denied", "shadow" (admitted, but a shadow rule
@@ -65,7 +69,8 @@ func (l *Limiter) observed(ctx context.Context, key string, rule Rule, cost int6
 	cctx, trips := driver.WithRoundTrips(ctx)
 	d, err := l.consumeN(cctx, key, rule, cost)
 	l.observe(ctx, Event{Key: key, Rule: rule, Cost: cost, Mode: l.mode, Storage: storageName(l.store),
-		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count()})
+		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count(),
+		Leased: l.leases.heldFor(key, rule)})
 	return d, err
 }
 

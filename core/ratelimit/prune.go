@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -13,17 +14,23 @@ import (
 // longer window is refused. Under [SlidingWindow] a window's counter is
 // weighed until the next window ends, so a row goes only when its window
 // started at least twice the longest window ago. The secondary storage
-// expires counters itself, so Prune does nothing there.
+// expires counters itself, so Prune does nothing there. With [WithLeases],
+// Prune first returns the leases unused for the lease time.
 func (l *Limiter) Prune(ctx context.Context) (int64, error) {
 	if err := l.usable(); err != nil {
 		return 0, err
+	}
+	var leaseErr error
+	if l.leases != nil {
+		// Leases unused for the lease time go back first (see WithLeases).
+		leaseErr = l.leases.sweep(ctx, l.now(), false)
 	}
 	longest := l.longest.Milliseconds()
 	if l.mode == SlidingWindow {
 		longest *= 2 // a window's counter is weighed until the next window ends
 	}
 	n, err := l.store.prune(ctx, l.now(), longest)
-	if err != nil {
+	if err = errors.Join(leaseErr, err); err != nil {
 		return n, fmt.Errorf("ratelimit: Prune: %w", err)
 	}
 	if l.denials != nil {
@@ -76,8 +83,9 @@ func (l *Limiter) StartPruning(ctx context.Context, every time.Duration, onError
 	return nil
 }
 
-// Close stops every pruning goroutine and waits for them to end. The limiter
-// still decides requests afterwards.
+// Close stops every pruning goroutine and waits for them to end. With
+// [WithLeases] it then returns what the leases hold to the counters and
+// makes no more leases. The limiter still decides requests afterwards.
 func (l *Limiter) Close() error {
 	if l == nil {
 		return nil
@@ -92,8 +100,20 @@ func (l *Limiter) Close() error {
 	}
 	l.mu.Unlock()
 	l.wg.Wait()
+	if l.leases != nil {
+		// What the leases hold goes back, within closeLeaseTime: Close
+		// has no context of its own.
+		ctx, cancel := context.WithTimeout(context.Background(), closeLeaseTime)
+		defer cancel()
+		if err := l.leases.sweep(ctx, l.now(), true); err != nil {
+			return fmt.Errorf("ratelimit: Close: %w", err)
+		}
+	}
 	return nil
 }
+
+// closeLeaseTime bounds how long Close spends returning leases.
+const closeLeaseTime = 10 * time.Second
 
 func realTicker(d time.Duration) (<-chan time.Time, func()) {
 	t := time.NewTicker(d)

@@ -36,6 +36,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 	if l.denials != nil {
 		l.denials.remove(key)
 	}
+	if l.leases != nil {
+		l.leases.forget(key)
+	}
 	if err := l.store.reset(ctx, key); err != nil {
 		return core.WrapKey("ratelimit: reset", key, err)
 	}
