@@ -5,8 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -15,7 +13,7 @@ import (
 var gcraLua string
 
 // gcraScript touches one key, so it runs on Redis Cluster as is.
-var gcraScript = redis.NewScript(gcraLua)
+var gcraScript = newScript(gcraLua)
 
 // AdvanceTAT advances the theoretical arrival time at key in one Lua
 // script (GET, and SET with a millisecond expiry when it advances): the
@@ -32,7 +30,7 @@ func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, li
 			return 0, false, fmt.Errorf("sluiceredis: advance tat: %w: %s %d is outside [0, 2^51)", core.ErrInvalid, a.name, a.v)
 		}
 	}
-	res, err := gcraScript.Run(ctx, s.client, []string{s.prefix + key}, now, increment, limit).Int64Slice()
+	res, err := s.evalInts(ctx, gcraScript, s.prefix+key, now, increment, limit)
 	if err != nil {
 		return 0, false, fmt.Errorf("sluiceredis: advance tat: %w", err)
 	}

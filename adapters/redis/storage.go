@@ -97,7 +97,7 @@ func (s *Storage) Delete(ctx context.Context, key string) error {
 // incrementScript adds ARGV[1] and sets the expiry (ARGV[2] seconds) only
 // when the counter has none, that is when this call created it. It returns
 // the new value and the time left in milliseconds.
-var incrementScript = redis.NewScript(`
+var incrementScript = newScript(`
 local v = redis.call('INCRBY', KEYS[1], ARGV[1])
 local ttl = redis.call('PTTL', KEYS[1])
 if ttl < 0 then
@@ -116,7 +116,7 @@ return {v, ttl}
 // inside the script (INCRBY, PTTL), as many as redis_rate's GCRA spends.
 // A refusal that created the counter (no expiry yet) deletes it again; a
 // counter holding 0 without expiry, which counts nothing, goes too.
-var boundedScript = redis.NewScript(`
+var boundedScript = newScript(`
 local by = tonumber(ARGV[1])
 local v = redis.call('INCRBY', KEYS[1], by)
 local ttl = redis.call('PTTL', KEYS[1])
@@ -147,9 +147,12 @@ func (s *Storage) Increment(ctx context.Context, key string, by int64, ttl time.
 	if err := checkCalc("by", by); err != nil {
 		return driver.Counter{}, err
 	}
-	res, err := incrementScript.Run(ctx, s.client, []string{s.prefix + key}, by, int64(ttl/time.Second)).Int64Slice()
+	res, err := s.evalInts(ctx, incrementScript, s.prefix+key, by, int64(ttl/time.Second))
 	if err != nil {
 		return driver.Counter{}, fmt.Errorf("sluiceredis: increment: %w", err)
+	}
+	if len(res) != 2 {
+		return driver.Counter{}, fmt.Errorf("sluiceredis: increment: the script answered %d values, not 2", len(res))
 	}
 	return driver.Counter{Value: res[0], TTL: time.Duration(res[1]) * time.Millisecond}, nil
 }
@@ -170,9 +173,12 @@ func (s *Storage) IncrementBounded(ctx context.Context, key string, by, max int6
 	if err := checkCalc("max", max); err != nil {
 		return driver.Counter{}, false, err
 	}
-	res, err := boundedScript.Run(ctx, s.client, []string{s.prefix + key}, by, max, int64(ttl/time.Second)).Int64Slice()
+	res, err := s.evalInts(ctx, boundedScript, s.prefix+key, by, max, int64(ttl/time.Second))
 	if err != nil {
 		return driver.Counter{}, false, fmt.Errorf("sluiceredis: increment: %w", err)
+	}
+	if len(res) != 3 {
+		return driver.Counter{}, false, fmt.Errorf("sluiceredis: increment: the script answered %d values, not 3", len(res))
 	}
 	c := driver.Counter{Value: res[0]}
 	if res[1] > 0 {
