@@ -13,7 +13,8 @@ import (
 )
 
 // Storage is a driver.SecondaryStorage on Redis. It also implements
-// driver.BoundedIncrementer (for the rate limiter) and keystore.Claimer and
+// driver.BoundedIncrementer, driver.TATAdvancer and driver.PolicyApplier
+// (for the rate limiter: a policy's rules in one script) and keystore.Claimer and
 // keystore.Indexer (for storage-only API keys). It is safe for concurrent use.
 type Storage struct {
 	client redis.UniversalClient
