@@ -51,7 +51,7 @@ type config struct {
 	command     string // as shown in the report
 }
 
-var allDBs = []string{"postgres", "mysql", "sqlite", "redis"}
+var allDBs = []string{"postgres", "mysql", "sqlite", "redis", "redis-cluster"}
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -59,7 +59,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "a small run for CI: 32 goroutines, short cells, 1000 keys")
 	duration := fs.Duration("duration", time.Second, "measured time of each cell (quick: 100ms)")
 	gs := fs.String("goroutines", "1,8,32,64", "goroutine counts (quick: 32)")
-	dbs := fs.String("db", strings.Join(allDBs, ","), "backends to run: postgres, mysql, sqlite, redis")
+	dbs := fs.String("db", strings.Join(allDBs, ","), "backends to run: postgres, mysql, sqlite, redis, redis-cluster")
 	out := fs.String("out", defaultOut(), "directory for RESULTS.md and chart.svg; empty for none")
 	keys := fs.Int("keys", 10000, "keys of the uniform scenario (quick: 1000)")
 	conns := fs.Int("conns", 64, "connection pool size for MariaDB and Redis, and for PostgreSQL up to 64 (pgx has a pool of its own there, of at most 32)")
@@ -207,6 +207,8 @@ func run(ctx context.Context, cfg config, prog *progress) (*report, error) {
 		"postgres": "SLUICE_POSTGRES_DSN",
 		"mysql":    "SLUICE_MYSQL_DSN",
 		"redis":    "SLUICE_REDIS_ADDR",
+		// the comma-separated addresses of a Redis Cluster's nodes
+		"redis-cluster": "SLUICE_REDIS_CLUSTER_ADDRS",
 	}
 	type planned struct{ name, dsn string }
 	var plan []planned
@@ -233,8 +235,8 @@ func run(ctx context.Context, cfg config, prog *progress) (*report, error) {
 			b   *backend
 			err error
 		)
-		if p.name == "redis" {
-			b, err = redisBackend(ctx, p.dsn, cfg, runID)
+		if strings.HasPrefix(p.name, "redis") {
+			b, err = redisBackend(ctx, p.name, p.dsn, cfg, runID)
 		} else {
 			b, err = sqlBackend(ctx, p.name, p.dsn, cfg, runID)
 		}
@@ -327,8 +329,8 @@ func (cfg config) filter(names []string) []string {
 
 // approachNames lists the approaches of a backend, in the order they run.
 func approachNames(db string) []string {
-	if db == "redis" {
-		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName}
+	if strings.HasPrefix(db, "redis") {
+		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName, redisUluleName, redisFloorName}
 	}
 	names := []string{floorName}
 	if db == "postgres" {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/go-redis/redis_rate/v10"
 	"github.com/redis/go-redis/v9"
+	ulule "github.com/ulule/limiter/v3"
+	ululeredis "github.com/ulule/limiter/v3/drivers/store/redis"
 
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -33,26 +36,67 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 	}
 }
 
-// redisBackend sets up sluice's Redis storage under the rate limiter and
-// go-redis/redis_rate side by side, on one client, under keys of this run.
-func redisBackend(ctx context.Context, addr string, cfg config, runID string) (*backend, error) {
+// The Redis approaches beside sluice's and redis_rate's.
+const (
+	kindRedisUlule kind = "redis-ulule"
+	kindRedisFloor kind = "redis-floor"
+
+	redisUluleName = "ulule/limiter Redis store (fixed window)"
+	redisFloorName = "Redis floor: one EVALSHA (INCR, PEXPIRE on the first)"
+)
+
+// floorScript is the least a fixed window on Redis can do in one round
+// trip: INCR, an expiry on the counter's first request, admitted while at
+// most ARGV[1]. It counts denied requests too (sluice's bounded increment
+// does not), and it is read into an IntCmd, one integer.
+var floorScript = redis.NewScript(redisFloorSource)
+
+const redisFloorSource = `
+local v = redis.call('INCR', KEYS[1])
+if v == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if v > tonumber(ARGV[1]) then return 0 end
+return 1
+`
+
+// redisClient opens a client on addr ("redis") or on the comma-separated
+// addresses of a Redis Cluster ("redis-cluster").
+func redisClient(db, addr string, conns int) redis.UniversalClient {
+	if db == "redis-cluster" {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(addr, ","), PoolSize: conns})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, PoolSize: conns})
+}
+
+// deleteMatching deletes the keys matching pattern, on every master of a
+// cluster.
+func deleteMatching(ctx context.Context, c redis.UniversalClient, pattern string) {
+	del := func(ctx context.Context, n *redis.Client) error {
+		iter := n.Scan(ctx, 0, pattern, 1000).Iterator()
+		for iter.Next(ctx) {
+			n.Del(ctx, iter.Val())
+		}
+		return nil
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		_ = cc.ForEachMaster(ctx, del)
+		return
+	}
+	_ = del(ctx, c.(*redis.Client))
+}
+
+// redisBackend sets up sluice's Redis storage under the rate limiter,
+// go-redis/redis_rate, ulule/limiter's Redis store and the floor side by
+// side, on one client, under keys of this run; db "redis-cluster" runs
+// them on a Redis Cluster.
+func redisBackend(ctx context.Context, db, addr string, cfg config, runID string) (*backend, error) {
 	rt := new(atomic.Int64)
-	client := redis.NewClient(&redis.Options{Addr: addr, PoolSize: cfg.conns})
+	client := redisClient(db, addr, cfg.conns)
 	client.AddHook(countHook{rt})
 	prefix := "sluicebench:" + runID + ":"
 	cleanup := func() {
 		bg := context.Background()
 		for _, pattern := range []string{prefix + "*", "rate:" + prefix + "*"} {
-			iter := client.Scan(bg, 0, pattern, 1000).Iterator()
-			var keys []string
-			for iter.Next(bg) {
-				keys = append(keys, iter.Val())
-			}
-			for len(keys) > 0 {
-				n := min(len(keys), 500)
-				client.Del(bg, keys[:n]...)
-				keys = keys[n:]
-			}
+			deleteMatching(bg, client, pattern)
 		}
 		client.Close()
 	}
@@ -104,6 +148,28 @@ func redisBackend(ctx context.Context, addr string, cfg config, runID string) (*
 		}
 		return r.Allowed > 0, nil
 	}
+	ust, err := ululeredis.NewStoreWithOptions(client, ulule.StoreOptions{Prefix: prefix + "ulule:", MaxRetry: ulule.DefaultMaxRetry})
+	if err != nil {
+		return fail(err)
+	}
+	ulules := map[int64]*ulule.Limiter{}
+	for _, m := range []int64{bigMax, denyMax, burstMax} {
+		ulules[m] = ulule.New(ust, ulule.Rate{Period: window, Limit: m})
+	}
+	ululeTake := func(ctx context.Context, key string, max int64) (bool, error) {
+		c, err := ulules[max].Get(ctx, key)
+		return err == nil && !c.Reached, err
+	}
+	floorTTL := window.Milliseconds()
+	floor := func(ctx context.Context, key string, max int64) (bool, error) {
+		cmd := redis.NewIntCmd(ctx, "evalsha", floorScript.Hash(), 1, prefix+"floor:"+key, max, floorTTL)
+		err := client.Process(ctx, cmd)
+		if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			cmd = redis.NewIntCmd(ctx, "eval", redisFloorSource, 1, prefix+"floor:"+key, max, floorTTL)
+			err = client.Process(ctx, cmd)
+		}
+		return cmd.Val() == 1, err
+	}
 	var seq atomic.Int64
 	mk := func(name string, k kind, decide func(context.Context, string, int64) (bool, error), stored func(ctx context.Context, key string) (int64, error)) *approach {
 		return &approach{
@@ -137,6 +203,12 @@ func redisBackend(ctx context.Context, addr string, cfg config, runID string) (*
 		if ok, err := allow(ctx, "deny", denyMax); err != nil || !ok {
 			return fail(fmt.Errorf("filling the redis_rate denial-storm key: %v %v", ok, err))
 		}
+		if ok, err := ululeTake(ctx, "deny", denyMax); err != nil || !ok {
+			return fail(fmt.Errorf("filling the ulule denial-storm key: %v %v", ok, err))
+		}
+		if ok, err := floor(ctx, "deny", denyMax); err != nil || !ok {
+			return fail(fmt.Errorf("filling the floor's denial-storm key: %v %v", ok, err))
+		}
 	}
 	gcra, err := redisGCRA(ctx, st, keyOf)
 	if err != nil {
@@ -147,12 +219,14 @@ func redisBackend(ctx context.Context, addr string, cfg config, runID string) (*
 		return fail(err)
 	}
 	return &backend{
-		name: "redis", version: version, keys: cfg.keys, roundTrips: rt.Load, close: cleanup,
+		name: db, version: version, keys: cfg.keys, roundTrips: rt.Load, close: cleanup,
 		approaches: []*approach{
 			mk(redisSluiceName, kindRedis, consume, counter),
 			mk(redisRateName, kindRedisRate, allow, nil),
 			gcra,
 			sliding,
+			mk(redisUluleName, kindRedisUlule, ululeTake, nil),
+			mk(redisFloorName, kindRedisFloor, floor, nil),
 		},
 	}, nil
 }
