@@ -43,6 +43,18 @@ type childSpec struct {
 type childResult struct {
 	Admitted int64    `json:"admitted"`
 	Errors   []string `json:"errors"`
+	// Leased is what the child's limiter held in leases when its
+	// decisions were done, before Close returned it.
+	Leased int64 `json:"leased,omitempty"`
+}
+
+// childDecider is one child's way of deciding: decide makes one decision;
+// close, when set, ends it (a limiter's Close); leased, when set, reports
+// what it holds in leases.
+type childDecider struct {
+	decide func() (bool, error)
+	close  func() error
+	leased func() int64
 }
 
 // processScenario is one way of deciding, run the same in every child.
@@ -50,13 +62,13 @@ type processScenario struct {
 	name    string
 	storage bool // on the secondary storage; otherwise on the database
 	// decider builds one child's decision function.
-	decider func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (decide func() (bool, error), closeIt func(), err error)
+	decider func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (childDecider, error)
 }
 
 var processRule = ratelimit.Rule{Window: time.Hour, Max: processLimit}
 
 func limiterScenario(name string, storage bool, opts ...ratelimit.Option) processScenario {
-	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (childDecider, error) {
 		st := ratelimit.Database(db)
 		if storage {
 			st = ratelimit.Secondary(s)
@@ -64,25 +76,25 @@ func limiterScenario(name string, storage bool, opts ...ratelimit.Option) proces
 		l, err := ratelimit.New(st, append([]ratelimit.Option{ratelimit.WithMaxAttempts(1000),
 			ratelimit.WithClock(func() time.Time { return processNow })}, opts...)...)
 		if err != nil {
-			return nil, nil, err
+			return childDecider{}, err
 		}
-		return func() (bool, error) {
+		return childDecider{decide: func() (bool, error) {
 			d, err := l.Consume(ctx, key, processRule)
 			return d.Allowed, err
-		}, func() { _ = l.Close() }, nil
+		}, close: l.Close, leased: l.Leased}, nil
 	}}
 }
 
 func verifyScenario(name string, storage bool) processScenario {
-	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
+	return processScenario{name: name, storage: storage, decider: func(ctx context.Context, db *core.DB, s driver.SecondaryStorage, key string) (childDecider, error) {
 		m, err := keyManager(db, s, storage)
 		if err != nil {
-			return nil, nil, err
+			return childDecider{}, err
 		}
-		return func() (bool, error) {
+		return childDecider{decide: func() (bool, error) {
 			r, err := m.Verify(ctx, key)
 			return r.Valid, err
-		}, func() {}, nil
+		}}, nil
 	}}
 }
 
@@ -96,8 +108,8 @@ func keyManager(db *core.DB, s driver.SecondaryStorage, storage bool) (*apikey.M
 
 // readThenWrite is a deliberately broken limiter, for the proof that the
 // waves catch one: read, decide, then write without a guard.
-var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx context.Context, db *core.DB, _ driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
-	return func() (bool, error) {
+var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx context.Context, db *core.DB, _ driver.SecondaryStorage, key string) (childDecider, error) {
+	return childDecider{decide: func() (bool, error) {
 		row, ok, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
 		if err != nil || !ok || row.Int("count") >= processLimit {
 			return false, err
@@ -105,19 +117,19 @@ var readThenWrite = processScenario{name: "read-then-write", decider: func(ctx c
 		_, _, err = db.Update(ctx, core.ModelRateLimit, []core.Where{core.Eq("key", key)},
 			map[string]any{"count": row.Int("count") + 1})
 		return err == nil, err
-	}, func() {}, nil
+	}}, nil
 }}
 
 // storageReadThenWrite is readThenWrite on a secondary storage.
-var storageReadThenWrite = processScenario{name: "storage-read-then-write", storage: true, decider: func(ctx context.Context, _ *core.DB, s driver.SecondaryStorage, key string) (func() (bool, error), func(), error) {
-	return func() (bool, error) {
+var storageReadThenWrite = processScenario{name: "storage-read-then-write", storage: true, decider: func(ctx context.Context, _ *core.DB, s driver.SecondaryStorage, key string) (childDecider, error) {
+	return childDecider{decide: func() (bool, error) {
 		v, _, err := s.Get(ctx, key)
 		n, _ := strconv.ParseInt(v, 10, 64)
 		if err != nil || n >= processLimit {
 			return false, err
 		}
 		return true, s.Set(ctx, key, strconv.FormatInt(n+1, 10), processRule.Window)
-	}, func() {}, nil
+	}}, nil
 }}
 
 var processScenarios = []processScenario{
@@ -136,7 +148,7 @@ var processScenarios = []processScenario{
 }
 
 func scenarioNamed(name string) (processScenario, bool) {
-	for _, sc := range processScenarios {
+	for _, sc := range append(processScenarios, leaseScenarios...) {
 		if sc.name == name {
 			return sc, true
 		}
@@ -198,11 +210,10 @@ func runChild(target ProcessTarget, spec childSpec) (res childResult) {
 			return fail(err)
 		}
 	}
-	decide, closeIt, err := sc.decider(ctx, db, s, spec.Key)
+	dc, err := sc.decider(ctx, db, s, spec.Key)
 	if err != nil {
 		return fail(err)
 	}
-	defer closeIt()
 	fmt.Println(readyLine)
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 		return fail(fmt.Errorf("waiting for the start: %w", err))
@@ -214,7 +225,7 @@ func runChild(target ProcessTarget, spec childSpec) (res childResult) {
 	for range childGoroutines {
 		wg.Go(func() {
 			for range childTries {
-				ok, err := decide()
+				ok, err := dc.decide()
 				mu.Lock()
 				switch {
 				case err != nil:
@@ -227,6 +238,14 @@ func runChild(target ProcessTarget, spec childSpec) (res childResult) {
 		})
 	}
 	wg.Wait()
+	if dc.leased != nil {
+		res.Leased = dc.leased()
+	}
+	if dc.close != nil {
+		if err := dc.close(); err != nil {
+			res.Errors = append(res.Errors, "closing: "+err.Error())
+		}
+	}
 	return res
 }
 

@@ -73,6 +73,14 @@ type processRun struct {
 // SIGKILL right after the release, whose admissions are not known.
 func (p *processRun) wave(t testing.TB, scenario, key string, kill int) int64 {
 	t.Helper()
+	n, _ := p.leaseWave(t, scenario, key, kill)
+	return n
+}
+
+// leaseWave is wave that also returns what the children held in leases
+// when their decisions were done (before their Close returned it).
+func (p *processRun) leaseWave(t testing.TB, scenario, key string, kill int) (admitted, leased int64) {
+	t.Helper()
 	spec := childSpec{Target: p.target.Name, Addr: p.addr, Tables: p.tables, Prefix: p.prefix, Scenario: scenario, Key: key}
 	kids := make([]*child, processCount)
 	for i := range kids {
@@ -105,8 +113,9 @@ func (p *processRun) wave(t testing.TB, scenario, key string, kill int) int64 {
 			t.Errorf("child %d: %s", i, e)
 		}
 		n += r.Admitted
+		leased += r.Leased
 	}
-	return n
+	return n, leased
 }
 
 func (p *processRun) stored(t testing.TB, key string) int64 {
@@ -177,6 +186,10 @@ func processCases() []processCase {
 		{"storage-api-key-quota", ruleProcessKeys, storage, keyWave("storage-api-key-quota", true)},
 		{"storage-api-key-rate-limit", ruleProcessKeys, storage, keyWave("storage-api-key-rate-limit", true)},
 		{"storage-catches-read-then-write", ruleProcessProof, storage, storageCatchesReadThenWrite},
+		{"limiter-leases", ruleProcessLeases, db, leaseWave("limiter-leases")},
+		{"crash-leases", ruleProcessLeaseCrash, db, leaseCrash},
+		{"catches-over-admitting-lease", ruleProcessLeaseProof, db, catchesBrokenLease},
+		{"storage-limiter-leases", ruleProcessLeases, storage, leaseWave("storage-limiter-leases")},
 	}
 }
 
@@ -188,6 +201,11 @@ const (
 	ruleProcessCrash          = "a process killed (SIGKILL) as a wave starts leaves the counter whole: at most the limit and at least what the survivors were told; a second wave admits exactly what is left"
 	ruleProcessStorageLimiter = "on a secondary storage, 128 decisions from four processes admit exactly 50 (and store 50 when the storage has a bounded increment)"
 	ruleProcessProof          = "the waves can fail: a limiter that reads, decides and writes without a guard is caught over-admitting within five waves"
+	ruleProcessLeases         = "with leases of 8, 128 decisions from four processes at once on one key with a limit of 50 admit at most 50 and at least 50 less what the processes held in leases; " +
+		"on a database, once they close, their leases are back and the stored count is what they admitted"
+	ruleProcessLeaseCrash = "with leases, a process killed (SIGKILL) as a wave starts leaves the counter at most the limit, short by at most the killed process's decisions and one lease; " +
+		"a second wave admits what is left, less what its leases hold"
+	ruleProcessLeaseProof = "the lease waves can fail: a lease that claims its block whenever the window has a unit left is caught over-admitting"
 )
 
 // openProcessRun makes the target's tables and opens the test process's

@@ -153,6 +153,7 @@ func rateLimitCases() []dbCase {
 		{"HostileKeysAreStorable", ruleHostileKeys, 0, checked(rlHostileKeys)},
 		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
 		{"EdgesAgainstBigModel", ruleEdges, 0, checked(rlEdges)},
+		{"LeasesOverSeveralPools", ruleLeasePools, severalPools, checked(rlLeasePools)},
 	}
 }
 
