@@ -207,7 +207,7 @@ func TestStorageSkipsWhatTheStorageLacks(t *testing.T) {
 	})
 	require.NotZero(t, len(seen.all))
 	checkSkips(t, &seen, t.Name()+"/", storageSequentialCases(), has, 13)
-	checkSkips(t, &seen, t.Name()+"/", storageRaceCases(), has, 19)
+	checkSkips(t, &seen, t.Name()+"/", storageRaceCases(), has, 21)
 	for name, st := range seen.all {
 		if st.Skipped() {
 			require.False(t, strings.Contains(name, "IncrementExact") && !strings.HasSuffix(name, "SeveralClients"), "%s skipped", name)

@@ -126,9 +126,9 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			})
 		}
 	}
-	// 8 races (4 bodies, one pool and several), 21 rate-limit bursts (the
-	// lease race among them) and 14 API-key races
-	require.Equal(t, 43, catchers, "cases that claim to catch the non-atomic adapter")
+	// 8 races (4 bodies, one pool and several), 23 rate-limit bursts (the
+	// lease race and the two calendar bursts among them) and 14 API-key races
+	require.Equal(t, 45, catchers, "cases that claim to catch the non-atomic adapter")
 }
 
 // TestNonAtomicAdapterPassesSequentialContract shows that what the race

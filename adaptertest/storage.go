@@ -108,6 +108,8 @@ func storageRaceCases() []storageCase {
 		{"IncrementExactSeveralClients", ruleRaceIncrementExact, severalClients, storageRace(raceIncrementExact)},
 		{"BoundedExact", ruleRaceBoundedExact, boundedIncrement, storageRace(raceBoundedExact)},
 		{"BoundedExactSeveralClients", ruleRaceBoundedExact, boundedIncrement | severalClients, storageRace(raceBoundedExact)},
+		{"CalendarDayAcrossMidnight", ruleCalendar, boundedIncrement, storageRace(storageCalendar)},
+		{"CalendarDayAcrossMidnightSeveralClients", ruleCalendar, boundedIncrement | severalClients, storageRace(storageCalendar)},
 		{"CreateOneWinner", ruleRaceCreateOneWinner, creates, storageRace(raceCreateOneWinner)},
 		{"CreateOneWinnerSeveralClients", ruleRaceCreateOneWinner, creates | severalClients, storageRace(raceCreateOneWinner)},
 		{"ClaimOneWinnerPerKey", ruleRaceClaimOneWinner, claims, storageRace(raceClaimOneWinner)},

@@ -150,6 +150,8 @@ func rateLimitCases() []dbCase {
 		{"GCRABurst/pools=4", ruleGCRA, 0, rlGCRA(rlPools)},
 		{"SlidingWindowBurst/pools=1", ruleSliding, 0, rlSliding(1)},
 		{"SlidingWindowBurst/pools=4", ruleSliding, 0, rlSliding(rlPools)},
+		{"CalendarDayAcrossMidnight/pools=1", ruleCalendar, 0, rlCalendar(1)},
+		{"CalendarDayAcrossMidnight/pools=4", ruleCalendar, 0, rlCalendar(rlPools)},
 		{"HostileKeysAreStorable", ruleHostileKeys, 0, checked(rlHostileKeys)},
 		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
 		{"EdgesAgainstBigModel", ruleEdges, 0, checked(rlEdges)},
