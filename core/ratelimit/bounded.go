@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 )
 
@@ -13,6 +14,10 @@ import (
 // expired entries and, if none had expired, the entry that expires soonest:
 // it has the least left to lose.
 type boundedMap[V any] struct {
+	// held counts the entries of every shard, so that an empty map (a
+	// denial cache before any denial) is answered by one atomic load, no
+	// hash and no lock: the cache costs nothing while it is unused.
+	held   atomic.Int64
 	seed   maphash.Seed
 	shards []boundedShard[V]
 	mask   uint64 // len(shards)-1: the shard count is a power of two
@@ -65,6 +70,7 @@ func (b *boundedMap[V]) get(key string, now int64) (V, bool) {
 	v, ok := s.m[key]
 	if ok && b.expiry(v) <= now {
 		delete(s.m, key)
+		b.held.Add(-1)
 		var zero V
 		return zero, false
 	}
@@ -80,8 +86,11 @@ func (b *boundedMap[V]) put(key string, v V, now int64) {
 
 // store is put on a shard the caller holds.
 func (b *boundedMap[V]) store(s *boundedShard[V], key string, v V, now int64) {
-	if _, ok := s.m[key]; !ok && len(s.m) >= s.cap {
-		b.makeRoom(s, now)
+	if _, ok := s.m[key]; !ok {
+		if len(s.m) >= s.cap {
+			b.makeRoom(s, now)
+		}
+		b.held.Add(1)
 	}
 	s.m[key] = v
 }
@@ -96,6 +105,7 @@ func (b *boundedMap[V]) makeRoom(s *boundedShard[V], now int64) {
 		e := b.expiry(v)
 		if e <= now {
 			delete(s.m, k)
+			b.held.Add(-1)
 			continue
 		}
 		if !found || e < at {
@@ -104,6 +114,7 @@ func (b *boundedMap[V]) makeRoom(s *boundedShard[V], now int64) {
 	}
 	if len(s.m) >= s.cap && found {
 		delete(s.m, soonest)
+		b.held.Add(-1)
 	}
 }
 
@@ -116,6 +127,7 @@ func (b *boundedMap[V]) sweep(now int64) int64 {
 		for k, v := range s.m {
 			if b.expiry(v) <= now {
 				delete(s.m, k)
+				b.held.Add(-1)
 				n++
 			}
 		}
@@ -139,6 +151,14 @@ func (b *boundedMap[V]) len() int {
 // remove deletes key.
 func (b *boundedMap[V]) remove(key string) {
 	s := b.lock(key)
+	if _, ok := s.m[key]; !ok {
+		s.mu.Unlock()
+		return
+	}
 	delete(s.m, key)
+	b.held.Add(-1)
 	s.mu.Unlock()
 }
+
+// empty reports whether the map holds nothing, without a lock.
+func (b *boundedMap[V]) empty() bool { return b.held.Load() == 0 }

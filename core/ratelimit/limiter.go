@@ -281,6 +281,10 @@ func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *R
 		case l.comb != nil:
 			st, err = l.comb.consume(ctx, key, *r, cost, now, l.mode, l.attempts)
 		default:
+			if ms, ok := l.store.(*memStorage); ok {
+				st, err = ms.consumeRule(ctx, key, r, cost, now, l.mode)
+				break
+			}
 			st, err = l.store.consume(ctx, key, *r, cost, now, l.mode, l.attempts)
 		}
 		if err != nil {
@@ -432,7 +436,7 @@ type denial struct {
 // cached returns the state of a key the denial cache holds as full under
 // rule.
 func (l *Limiter) cached(key string, rule Rule, now int64) (state, bool) {
-	if l.denials == nil {
+	if l.denials == nil || l.denials.empty() {
 		return state{}, false
 	}
 	d, ok := l.denials.get(key, now)

@@ -42,12 +42,19 @@ func (s *memStorage) check(Mode) error {
 // released by hand rather than deferred: this is the whole of a
 // decision's storage cost.
 func (s *memStorage) consume(ctx context.Context, key string, rule Rule, cost, now int64, m Mode, _ int) (state, error) {
+	return s.consumeRule(ctx, key, &rule, cost, now, m)
+}
+
+// consumeRule is consume with the rule by pointer: the limiter's lone-rule
+// path calls it directly, without the interface call and the copy of the
+// rule it takes.
+func (s *memStorage) consumeRule(ctx context.Context, key string, rule *Rule, cost, now int64, m Mode) (state, error) {
 	if err := ctx.Err(); err != nil {
 		return state{}, err
 	}
 	e, ok := s.m.acquire(key, now)
 	var st state
-	e.c, st = applyMode(e.c, ok, rule, cost, now, m)
+	e.c, st = applyMode(e.c, ok, *rule, cost, now, m)
 	e.mu.Unlock()
 	return st, nil
 }
