@@ -368,3 +368,39 @@ func TestCalendarMonthAfterFebruary(t *testing.T) {
 		}
 	})
 }
+
+// TestCalendarInPolicy: a daily calendar rule beside a per-minute rule in
+// one policy, on every storage: the day binds once it is full, its Reset
+// the next local midnight, and a new day admits again; a calendar rule of
+// Max 0 reports the period's end too.
+func TestCalendarInPolicy(t *testing.T) {
+	ny := zone(t, "America/New_York")
+	p := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "daily", Max: 3, Calendar: ratelimit.Day, Location: ny}}
+	midnight := time.Date(2026, 11, 2, 0, 0, 0, 0, ny)
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
+		ctx := context.Background()
+		for i, s := range []struct {
+			at      time.Time
+			allowed bool
+			reset   time.Time
+		}{
+			{midnight.Add(-3 * time.Minute), true, midnight.Add(-2 * time.Minute)},
+			{midnight.Add(-2 * time.Minute), true, midnight.Add(-time.Minute)},
+			{midnight.Add(-time.Minute), true, midnight},
+			{midnight.Add(-time.Second), false, midnight}, // the day is full
+			{midnight, true, midnight.Add(time.Minute)},
+		} {
+			c.Clock.Set(s.at)
+			d, err := l.ConsumePolicy(ctx, "p", p, 1)
+			if err != nil || d.Allowed != s.allowed || !d.Reset.Equal(s.reset) {
+				t.Fatalf("step %d at %v: %+v, %v; want allowed %v, reset %v", i, s.at, d, err, s.allowed, s.reset)
+			}
+		}
+		zero := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "never", Calendar: ratelimit.Month, Location: ny}}
+		d, err := l.ConsumePolicy(ctx, "z", zero, 1)
+		if next := time.Date(2026, 12, 1, 0, 0, 0, 0, ny); err != nil || d.Allowed || !d.Reset.Equal(next) {
+			t.Fatalf("a Max 0 month: %+v, %v; want denied until %v", d, err, next)
+		}
+	})
+}

@@ -142,7 +142,7 @@ func (l *Limiter) consumePolicy(ctx context.Context, key string, p Policy, cost 
 		*it = item{key: policyKey(key, r.Name), rule: r}
 		switch {
 		case r.Max == 0 || cost > r.Max:
-			it.st, it.known = state{reset: now + r.Window.Milliseconds()}, true
+			it.st, it.known = state{reset: r.frame(now).end()}, true
 		default:
 			it.st, it.known = l.cached(it.key, r, now)
 		}
