@@ -24,10 +24,10 @@ func decisionPoints(t *testing.T, tel *telemetry) map[attribute.Distinct]metricd
 	return out
 }
 
-// A shadow rule's would-deny is counted with sluice.outcome "shadow",
-// sluice.ratelimit.shadow true and the rule's name.
-func TestRateLimitShadowAttribute(t *testing.T) {
-	ctx := context.Background()
+// observedLimiter is a Memory limiter whose decisions a RateLimitObserver
+// records in the returned telemetry.
+func observedLimiter(t *testing.T) (*telemetry, *ratelimit.Limiter) {
+	t.Helper()
 	tel := newTelemetry(t)
 	observe, err := sluiceotel.RateLimitObserver(tel.options()...)
 	if err != nil {
@@ -37,6 +37,14 @@ func TestRateLimitShadowAttribute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tel, l
+}
+
+// A shadow rule's would-deny is counted with sluice.outcome "shadow",
+// sluice.ratelimit.shadow true and the rule's name.
+func TestRateLimitShadowAttribute(t *testing.T) {
+	ctx := context.Background()
+	tel, l := observedLimiter(t)
 	rule := ratelimit.Rule{Name: "new", Window: time.Minute, Max: 1, Shadow: true}
 	for range 3 {
 		if d, err := l.Consume(ctx, "k", rule); err != nil || !d.Allowed {
@@ -57,15 +65,7 @@ func TestRateLimitShadowAttribute(t *testing.T) {
 // would deny is reported as the lone rule's is.
 func TestRateLimitPolicyAttributes(t *testing.T) {
 	ctx := context.Background()
-	tel := newTelemetry(t)
-	observe, err := sluiceotel.RateLimitObserver(tel.options()...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ratelimit.New(ratelimit.Memory(100), ratelimit.WithObserver(observe))
-	if err != nil {
-		t.Fatal(err)
-	}
+	tel, l := observedLimiter(t)
 	p := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "new", Window: time.Minute, Max: 1, Shadow: true}}
 	var outcomes []string
 	for range 3 {
