@@ -196,8 +196,12 @@ func (ls *leaser) consume(ctx context.Context, key string, rule Rule, cost, now 
 		return state{}, err
 	}
 	defer le.unlock()
-	if now >= le.end || now < le.start {
-		ls.lapse(le) // the window is over: its units went with it
+	// The window is over: its units went with it. A clock reading before
+	// the window's start is not: a caller that read the clock, then waited
+	// for the refill that opened this window, is counted in it, as its
+	// guarded write would have been.
+	if now >= le.end {
+		ls.lapse(le)
 	}
 	if le.avail < cost {
 		st, err := ls.refill(ctx, le, rule, cost-le.avail, now, attempts)
@@ -273,7 +277,7 @@ func (ls *leaser) give(ctx context.Context, le *lease, now int64, all bool) erro
 	switch {
 	case n == 0:
 		return nil
-	case now >= le.end || now < le.start:
+	case now >= le.end:
 		ls.lapse(le)
 		return nil
 	case !isDB:

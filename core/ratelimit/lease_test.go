@@ -223,6 +223,33 @@ func TestDeadProcessLosesAtMostItsLease(t *testing.T) {
 	}
 }
 
+// TestStaleClockReadingSpendsTheLease: a caller whose clock reading is
+// older than the window its process's refill found (it read the clock,
+// then waited for the refill) spends the lease; it does not drop it.
+func TestStaleClockReadingSpendsTheLease(t *testing.T) {
+	ctx := context.Background()
+	b := leaseBackends(t)[0]
+	c := newClock()
+	ls := leaseProcesses(t, b, c, 2, 16)
+	c.Set(10 * time.Millisecond)
+	if _, err := ls[0].Consume(ctx, "k", leaseRule); err != nil { // opens the window at 10 ms
+		t.Fatal(err)
+	}
+	c.Set(5 * time.Millisecond)
+	for range 2 {
+		if d, err := ls[1].Consume(ctx, "k", leaseRule); err != nil || !d.Allowed {
+			t.Fatal(d, err)
+		}
+	}
+	row, _, err := b.db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "k"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := row.Int("count"), 3+ls[0].Leased()+ls[1].Leased(); got != want || ls[1].Leased() != 0 {
+		t.Errorf("stored %d, want the 3 admitted and the %d held (%d by the second)", got, want-3, ls[1].Leased())
+	}
+}
+
 // TestLeaseConfiguration: bad sizes and what leases cannot serve are
 // errors wrapping core.ErrInvalid, at New or, for a rule, before any
 // write.
