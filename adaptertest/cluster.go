@@ -106,7 +106,60 @@ func clusterCases() []dbCase {
 			return burstOnFreshKey(ctx, f, ratelimit.FixedWindow, rlPools, 1, ratelimit.WithWriteCombining())
 		})},
 		{"KeyCreatedThenVerifiedElsewhere", ruleCreatedThenVerified, severalPools, checked(keyCreatedThenVerified)},
+		{"RoutedBurst", ruleRoutedBurst, severalPools, checked(func(ctx context.Context, f *Fixture) error { return routedBurst(ctx, f) })},
+		{"RoutedBurstWriteCombining", ruleRoutedBurst, severalPools, checked(func(ctx context.Context, f *Fixture) error {
+			return routedBurst(ctx, f, ratelimit.WithWriteCombining())
+		})},
 	}
+}
+
+const ruleRoutedBurst = "64 concurrent requests on one fresh key with max 10 through two core.Routers over the cluster's nodes " +
+	"(node-affine routing) admit exactly 10, and the stored count is 10"
+
+// routedBurst races a burst over two Routers, each over one pool per node,
+// as two application servers routing by key would.
+func routedBurst(ctx context.Context, f *Fixture, opts ...ratelimit.Option) error {
+	nodes := len(f.Harness.(*clusterHarness).nodes)
+	var ls []*ratelimit.Limiter
+	clock := NewClock(time.UnixMilli(rlT0))
+	for range 2 {
+		var as []driver.Adapter
+		for range nodes {
+			a, err := f.Harness.MakePeer(ctx, f.Schema)
+			if err != nil {
+				return err
+			}
+			as = append(as, a)
+		}
+		r, err := core.Route(as)
+		if err != nil {
+			return err
+		}
+		db, err := core.New(r, append([]core.Option{core.WithSchema(f.Schema)}, f.opts...)...)
+		if err != nil {
+			return err
+		}
+		l, err := ratelimit.New(ratelimit.Database(db), append([]ratelimit.Option{ratelimit.WithClock(clock.Now)}, opts...)...)
+		if err != nil {
+			return err
+		}
+		ls = append(ls, l)
+	}
+	admitted, err := rlRelease(ctx, ls, "routed", 1)
+	if err != nil {
+		return err
+	}
+	if admitted != rlMax {
+		return fmt.Errorf("admitted %d, want exactly %d", admitted, rlMax)
+	}
+	count, _, err := rlRow(ctx, f, "routed")
+	if err != nil {
+		return err
+	}
+	if count != rlMax {
+		return fmt.Errorf("stored count %d, want %d", count, rlMax)
+	}
+	return nil
 }
 
 // createdThenVerified is how many keys keyCreatedThenVerified creates on
