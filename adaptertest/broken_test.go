@@ -60,6 +60,9 @@ const (
 	// retriedVictims is deadlockVictims fixed: the adapter retries the
 	// victim's write, so it passes.
 	retriedVictims
+	// keepsOnError runs a transaction's fn without a transaction, so an
+	// error from fn rolls nothing back.
+	keepsOnError
 )
 
 // broken wraps core's memory adapter, or one of its transaction adapters,
@@ -252,7 +255,7 @@ func (b *broken) IncrementOne(ctx context.Context, t *driver.Table, where []driv
 }
 
 func (b *broken) Transaction(ctx context.Context, fn func(context.Context, driver.Adapter) error) error {
-	if b.tx != nil && b.how == flatNesting {
+	if b.tx != nil && b.how == flatNesting || b.how == keepsOnError {
 		return fn(ctx, b) // no savepoint: fn's writes are the caller's
 	}
 	st := b.tx

@@ -100,6 +100,12 @@ func catchesNonAtomic(c dbCase) bool {
 	switch c.name {
 	case "DeadlockVictimsRetried", "HostileKeysAreStorable", "RowDeletedBetweenReadAndWrite", "EdgesAgainstBigModel", "StoredTextRoundTrips":
 		return false
+	case "PolicyAllOrNothingGCRA/pools=4":
+		// GCRA's writes inside the policy's transaction, which the memory
+		// adapter serialises, do not reach the broken increment's window;
+		// TestPolicyRaceCaught proves this case with an adapter that rolls
+		// nothing back.
+		return false
 	}
 	return c.needs&viaFallback == 0
 }
@@ -126,9 +132,10 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			})
 		}
 	}
-	// 8 races (4 bodies, one pool and several), 23 rate-limit bursts (the
-	// lease race and the two calendar bursts among them) and 14 API-key races
-	require.Equal(t, 45, catchers, "cases that claim to catch the non-atomic adapter")
+	// 8 races (4 bodies, one pool and several), 25 rate-limit bursts (the
+	// lease race, the two calendar bursts and two policies among them) and
+	// 14 API-key races
+	require.Equal(t, 47, catchers, "cases that claim to catch the non-atomic adapter")
 }
 
 // TestNonAtomicAdapterPassesSequentialContract shows that what the race

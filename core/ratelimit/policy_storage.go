@@ -111,8 +111,38 @@ func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := s.seed(ctx, sorted, now, m); err != nil {
+			return err
+		}
 	}
 	return fmt.Errorf("%w: a policy's transaction still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+// seed creates, outside any transaction, the row of each item that has
+// none, holding nothing (count 0, in a window long over; under GCRA an
+// idle tat; under SlidingWindow the current window's row at 0): what a
+// missing row means, so that the next transaction finds every row and
+// inserts none. Concurrent inserts into one gap of the key index are
+// what deadlocks such transactions on MySQL and MariaDB (each holds a gap
+// lock the other's insert waits for); a unique conflict here means the
+// row exists, which is all seed wants.
+func (s *dbStorage) seed(ctx context.Context, items []*item, now int64, m Mode) error {
+	for _, it := range items {
+		key, start := it.key, int64(0)
+		if m == SlidingWindow {
+			w := it.rule.Window.Milliseconds()
+			i, st := windowOf(now, w)
+			cur, _, err := s.slidingKeys(it.key, i)
+			if err != nil {
+				return err
+			}
+			key, start = cur, st
+		}
+		if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": int64(0), "lastRequest": start}); err != nil && !errors.Is(err, core.ErrConflict) {
+			return err
+		}
+	}
+	return nil
 }
 
 // consumeAll decides every item in one driver.PolicyApplier call: for
