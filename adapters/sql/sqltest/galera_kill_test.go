@@ -1,0 +1,213 @@
+package sqltest_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
+	"github.com/sluice-go/sluice/adaptertest"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
+	"github.com/sluice-go/sluice/gen"
+)
+
+// TestGaleraNodeKilled kills the last node of the Galera cluster with
+// SIGKILL in the middle of a burst of rate-limit decisions spread over one
+// pool per node, then restarts it. No key is over-admitted; the only
+// errors are core.ErrUnavailable, from the killed node's limiter; the other
+// nodes decide on; once the node has rejoined, its pool decides again,
+// exactly, and reads what the others wrote while it was away. It needs the
+// cluster's folder (SLUICE_GALERA_DIR) and runs alone: CI runs it in a
+// step of its own, as the other suites would see the node go.
+func TestGaleraNodeKilled(t *testing.T) {
+	dir := adaptertest.GaleraDir(t)
+	dsns := adaptertest.GaleraDSNs(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
+	defer cancel()
+	b := mysqlBackend(false)
+	s := core.MustSchema(uniqueNaming(), adaptertest.CounterModel())
+	var dbs []*core.DB
+	for i, dsn := range dsns {
+		pool := b.open(t, dsn)
+		t.Cleanup(func() { _ = pool.Close() })
+		if i == 0 {
+			createOn(t, ctx, pool, s)
+		}
+		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := core.New(a, core.WithSchema(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "-")); err != nil { // waits for the DDL
+			t.Fatal(err)
+		}
+		dbs = append(dbs, db)
+	}
+	victim := len(dbs) - 1
+	clock := adaptertest.NewClock(time.UnixMilli(1_767_225_600_000))
+	rule := ratelimit.Rule{Window: time.Hour, Max: 150}
+	var ls []*ratelimit.Limiter
+	for _, db := range dbs {
+		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.Now))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	keys := []string{"k0", "k1", "k2", "k3"}
+	// 3 nodes × 8 callers × 40 decisions, about twice the keys' budget; the
+	// node dies when a fifth of them are done.
+	const callers, each = 8, 40
+	var done atomic.Int64
+	var killOnce sync.Once
+	admitted := make([]atomic.Int64, len(keys))
+	var failed, wrongNode, wrongClass atomic.Int64
+	var firstErr atomic.Value
+	adaptertest.Release(len(ls)*callers, func(g int) {
+		node := g % len(ls)
+		for i := range each {
+			if done.Add(1) == int64(len(ls)*callers*each/5) {
+				killOnce.Do(func() { kill(t, dir, victim) })
+			}
+			k := (g + i) % len(keys)
+			d, err := ls[node].Consume(ctx, keys[k], rule)
+			switch {
+			case err != nil:
+				failed.Add(1)
+				firstErr.CompareAndSwap(nil, err)
+				if node != victim {
+					wrongNode.Add(1)
+				}
+				if !errors.Is(err, core.ErrUnavailable) {
+					wrongClass.Add(1)
+				}
+			case d.Allowed:
+				admitted[k].Add(1)
+			}
+		}
+	})
+	if wrongNode.Load() > 0 || wrongClass.Load() > 0 {
+		t.Errorf("%d errors (%d on the surviving nodes, %d not core.ErrUnavailable), first: %v", failed.Load(), wrongNode.Load(), wrongClass.Load(), firstErr.Load())
+	}
+	if failed.Load() == 0 {
+		t.Errorf("no call failed: the node was not killed mid-burst")
+	}
+	for k, key := range keys {
+		row, ok, err := dbs[0].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", key, ok, err)
+		}
+		if n, c := admitted[k].Load(), row.Int("count"); n > rule.Max || c > rule.Max || c < n {
+			t.Errorf("%s: %d admitted, count %d stored, max %d: over-admitted or lost", key, n, c, rule.Max)
+		}
+	}
+	t.Logf("%d calls failed with core.ErrUnavailable on the killed node; restarting it", failed.Load())
+	restart(t, ctx, dir, victim, dsns[victim])
+	// Back: the node's pool decides again, exactly, on the keys the others
+	// filled while it was away and on a fresh one.
+	for _, key := range keys {
+		row, _, err := dbs[victim].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+		if err != nil {
+			t.Fatalf("after the rejoin: %v", err)
+		}
+		want, _, _ := dbs[0].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+		if row.Int("count") != want.Int("count") {
+			t.Errorf("%s: the rejoined node reads count %d, the others %d", key, row.Int("count"), want.Int("count"))
+		}
+	}
+	var after atomic.Int64
+	var afterErr atomic.Int64
+	adaptertest.Release(64, func(g int) {
+		d, err := ls[(victim+g)%len(ls)].Consume(ctx, "fresh", ratelimit.Rule{Window: time.Hour, Max: 10})
+		if err != nil {
+			afterErr.Add(1)
+			return
+		}
+		if d.Allowed {
+			after.Add(1)
+		}
+	})
+	if after.Load() != 10 || afterErr.Load() != 0 {
+		t.Errorf("after the rejoin 64 requests on a fresh key with max 10 over every node: %d admitted, %d errors", after.Load(), afterErr.Load())
+	}
+}
+
+// createOn creates the schema's tables through pool, dropped at the end.
+func createOn(t *testing.T, ctx context.Context, pool *sql.DB, s *core.Schema) {
+	t.Helper()
+	stmts, err := gen.DDL(s, gen.MySQL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		for _, q := range gen.DropDDL(s, gen.MySQL) {
+			_, _ = pool.ExecContext(context.Background(), q)
+		}
+	})
+	for _, q := range stmts {
+		if _, err := pool.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+}
+
+// kill sends SIGKILL to node i (from 0) of the cluster in dir and waits for
+// it to exit.
+func kill(t *testing.T, dir string, i int) {
+	raw, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("node%d", i+1), "pid"))
+	if err != nil {
+		t.Errorf("reading the node's pid: %v", err)
+		return
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Errorf("the node's pid: %v", err)
+		return
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Errorf("killing node %d (pid %d): %v", i+1, pid, err)
+	}
+}
+
+// restart starts node i again with its run script and waits, polling the
+// server's status, until it has rejoined and is Synced.
+func restart(t *testing.T, ctx context.Context, dir string, i int, dsn string) {
+	t.Helper()
+	run := filepath.Join(dir, fmt.Sprintf("node%d", i+1), "run")
+	if out, err := exec.CommandContext(ctx, "sh", run).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", run, err, out)
+	}
+	pool, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		var name, state string
+		if err := pool.QueryRowContext(ctx, "SHOW STATUS LIKE 'wsrep_local_state_comment'").Scan(&name, &state); err == nil && state == "Synced" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("node %d did not rejoin: %v (see %s)", i+1, ctx.Err(), filepath.Dir(run))
+		case <-tick.C:
+		}
+	}
+}
