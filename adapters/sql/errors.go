@@ -104,6 +104,20 @@ func (e *engine) classify(err error) class {
 	return other
 }
 
+// invisibleConflict reports a serialization failure of an INSERT … ON
+// CONFLICT DO NOTHING, which PostgreSQL raises at REPEATABLE READ and
+// SERIALIZABLE (CockroachDB and YugabyteDB run every transaction so) when
+// the row holding the key was written by a transaction the statement's
+// snapshot does not see: the key is taken, the insert lost, and nothing
+// took effect. Create answers it as the conflict it is rather than retry
+// it: on a hot key every retry meets another invisible update of the row,
+// and a burst of inserts on an existing key then runs out of attempts. Only
+// outside a caller's transaction, which the failure aborts.
+func (e *engine) invisibleConflict(err error) bool {
+	c, fam, ok := e.code(err)
+	return ok && fam == Postgres && c == "40001" && e.features.Dialect.traits().onConflict != ""
+}
+
 // brokenConnection reports a connection the network refused, reset or
 // timed out, or one database/sql found broken.
 func brokenConnection(err error) bool {
