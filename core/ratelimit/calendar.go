@@ -2,7 +2,9 @@ package ratelimit
 
 import (
 	"fmt"
+	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // This file is the calendar windows (see "Calendar windows" in the package
@@ -146,9 +148,34 @@ func (c Calendar) Period(t time.Time, loc *time.Location) (start, end time.Time)
 	return time.UnixMilli(s).In(loc), time.UnixMilli(e).In(loc)
 }
 
+// periodMemo is a period computed once: periods tile time, so an instant
+// in [start, end) of a period of cal in loc is in that period.
+type periodMemo struct {
+	cal        Calendar
+	loc        *time.Location
+	start, end int64
+}
+
+// periodMemos remember the latest period computed per slot, a slot for
+// each calendar and location (collisions only cost a computation): a
+// decision then reads one atomic pointer instead of converting its instant
+// to local time and back twice.
+var periodMemos [16]atomic.Pointer[periodMemo]
+
 // period returns the start and end (epoch ms) of the period of c holding
 // now in loc: start ≤ now < end.
 func (c Calendar) period(now int64, loc *time.Location) (start, end int64) {
+	slot := &periodMemos[(uintptr(unsafe.Pointer(loc))>>4^uintptr(c))%uintptr(len(periodMemos))]
+	if m := slot.Load(); m != nil && m.cal == c && m.loc == loc && m.start <= now && now < m.end {
+		return m.start, m.end
+	}
+	start, end = c.compute(now, loc)
+	slot.Store(&periodMemo{cal: c, loc: loc, start: start, end: end})
+	return start, end
+}
+
+// compute is period without the memo.
+func (c Calendar) compute(now int64, loc *time.Location) (start, end int64) {
 	y, m, d := time.UnixMilli(now).In(loc).Date()
 	var y2, m2, d2 int
 	switch c {

@@ -404,3 +404,34 @@ func TestCalendarInPolicy(t *testing.T) {
 		}
 	})
 }
+
+// BenchmarkCalendarMemory: an admitted decision on Memory under a daily
+// calendar rule in Berlin beside the same under a rolling 24-hour rule:
+// the cost of computing the period.
+func BenchmarkCalendarMemory(b *testing.B) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		b.Skip(err)
+	}
+	for _, r := range []struct {
+		name string
+		rule ratelimit.Rule
+	}{
+		{"rolling", ratelimit.Rule{Window: 24 * time.Hour, Max: 1 << 62}},
+		{"calendar", ratelimit.Rule{Calendar: ratelimit.Day, Location: berlin, Max: 1 << 62}},
+	} {
+		b.Run(r.name, func(b *testing.B) {
+			c := testclock.New(time.Date(2026, 10, 25, 12, 0, 0, 0, berlin))
+			l, err := ratelimit.New(ratelimit.Memory(16), ratelimit.WithClock(c.Now))
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for b.Loop() {
+				if d, err := l.Consume(ctx, "k", r.rule); err != nil || !d.Allowed {
+					b.Fatal(d, err)
+				}
+			}
+		})
+	}
+}
