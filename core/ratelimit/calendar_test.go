@@ -189,14 +189,14 @@ func TestCalendarDayAcrossDST(t *testing.T) {
 // millisecond and one the next day's first, on every storage: the old day
 // admits none, the new day exactly Max; the naive calendar window (24
 // hours from the first request, RollingCalendar) admits none and is
-// caught.
+// caught. With write combining on database storage, the same.
 func TestCalendarBoundaryRace(t *testing.T) {
 	berlin := zone(t, "Europe/Berlin")
 	rule := ratelimit.Rule{Max: 10, Calendar: ratelimit.Day, Location: berlin}
 	// 25 October 2026 lasts 25 hours in Berlin.
 	first := time.Date(2026, 10, 25, 9, 0, 0, 0, berlin)
 	end := time.Date(2026, 10, 26, 0, 0, 0, 0, berlin)
-	run := func(t *testing.T, b backend, key string, wrap func(ratelimit.Storage) ratelimit.Storage) int64 {
+	run := func(t *testing.T, b backend, key string, wrap func(ratelimit.Storage) ratelimit.Storage, opts ...ratelimit.Option) int64 {
 		late, early := testclock.New(end), testclock.New(end.Add(-time.Millisecond))
 		c := newClock()
 		s := wrap(b.storage(c))
@@ -204,8 +204,8 @@ func TestCalendarBoundaryRace(t *testing.T) {
 		if b.db != nil { // another process: a storage of its own on the table
 			s2 = wrap(b.storage(c))
 		}
-		lo := newLimiter(t, s, ratelimit.WithClock(early.Now))
-		ln := newLimiter(t, s2, ratelimit.WithClock(late.Now))
+		lo := newLimiter(t, s, append(opts, ratelimit.WithClock(early.Now))...)
+		ln := newLimiter(t, s2, append(opts, ratelimit.WithClock(late.Now))...)
 		early.Set(first)
 		c.Clock.Set(first)
 		if n := burst(t, lo, key, rule, 16, 1); n != rule.Max {
@@ -239,6 +239,11 @@ func TestCalendarBoundaryRace(t *testing.T) {
 		}
 		if n := run(t, b, "rolling", ratelimit.RollingCalendar); n == rule.Max {
 			t.Fatalf("the rolling calendar window admitted %d too: the test cannot tell it apart", n)
+		}
+		if b.db != nil {
+			if n := run(t, b, "combined", same, ratelimit.WithWriteCombining()); n != rule.Max {
+				t.Fatalf("across the boundary with write combining: admitted %d, want exactly %d", n, rule.Max)
+			}
 		}
 	})
 }
