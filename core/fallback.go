@@ -102,6 +102,7 @@ func (db *DB) fallbackIncrement(ctx context.Context, t *driver.Table, where []dr
 		// serialization failure): nothing of it took effect, so try again.
 		// Inside a caller's transaction such an abort ends the whole
 		// transaction, so it is the caller's to repeat.
+		driver.AddRetries(ctx, 1)
 		if attempt < fallbackAttempts-1 { // no pause after the last attempt
 			if err := pause(ctx, fallbackPause(attempt)); err != nil {
 				return nil, err

@@ -197,9 +197,12 @@ func (r *Router) pick(home int) (int, bool) {
 }
 
 // on runs a call on the node for home and keeps its account: a failure
-// with ErrUnavailable passes the node over for the retry interval.
-func on[T any](r *Router, home int, call func(n *routeNode) (T, error)) (T, error) {
+// with ErrUnavailable passes the node over for the retry interval. The
+// node is recorded in ctx's [driver.RoundTrips] (the limiter's observer
+// reports it as Event.Node).
+func on[T any](ctx context.Context, r *Router, home int, call func(n *routeNode) (T, error)) (T, error) {
 	i, moved := r.pick(home)
+	driver.SetNode(ctx, i)
 	n := &r.nodes[i]
 	n.calls.Add(1)
 	if moved {
@@ -215,47 +218,47 @@ func on[T any](r *Router, home int, call func(n *routeNode) (T, error)) (T, erro
 
 // Create inserts the row on the node of its first unique column's value.
 func (r *Router) Create(ctx context.Context, t *driver.Table, values []driver.Assignment) (driver.Record, error) {
-	return on(r, homeOf(t, nil, values, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.Create(ctx, t, values) })
+	return on(ctx, r, homeOf(t, nil, values, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.Create(ctx, t, values) })
 }
 
 // FindOne reads on the node of the row where names.
 func (r *Router) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.FindOne(ctx, t, where) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.FindOne(ctx, t, where) })
 }
 
 // FindMany reads on the node of the row where names.
 func (r *Router) FindMany(ctx context.Context, t *driver.Table, where []driver.Where, opts driver.FindOptions) ([]driver.Record, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) ([]driver.Record, error) { return n.a.FindMany(ctx, t, where, opts) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) ([]driver.Record, error) { return n.a.FindMany(ctx, t, where, opts) })
 }
 
 // Update writes on the node of the row where names.
 func (r *Router) Update(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (driver.Record, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.Update(ctx, t, where, set) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) { return n.a.Update(ctx, t, where, set) })
 }
 
 // UpdateMany writes on the node of the row where names.
 func (r *Router) UpdateMany(ctx context.Context, t *driver.Table, where []driver.Where, set []driver.Assignment) (int64, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.UpdateMany(ctx, t, where, set) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.UpdateMany(ctx, t, where, set) })
 }
 
 // Delete deletes on the node of the row where names.
 func (r *Router) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (bool, error) { return n.a.Delete(ctx, t, where) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (bool, error) { return n.a.Delete(ctx, t, where) })
 }
 
 // DeleteMany deletes on the node of the row where names.
 func (r *Router) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.DeleteMany(ctx, t, where) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.DeleteMany(ctx, t, where) })
 }
 
 // Count counts on the node of the row where names.
 func (r *Router) Count(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.Count(ctx, t, where) })
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (int64, error) { return n.a.Count(ctx, t, where) })
 }
 
 // IncrementOne writes on the node of the row where names.
 func (r *Router) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
-	return on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) {
+	return on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (driver.Record, error) {
 		return n.inc.IncrementOne(ctx, t, where, inc, set)
 	})
 }
@@ -268,7 +271,7 @@ func (r *Router) IncrementValue(ctx context.Context, t *driver.Table, where []dr
 		v  int64
 		ok bool
 	}
-	a, err := on(r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (answer, error) {
+	a, err := on(ctx, r, homeOf(t, where, nil, len(r.nodes)), func(n *routeNode) (answer, error) {
 		if n.value != nil {
 			v, ok, err := n.value.IncrementValue(ctx, t, where, inc, set)
 			return answer{v, ok}, err
@@ -289,7 +292,7 @@ func (r *Router) ValueIncrementSaves() bool { return r.saves }
 
 // Transaction runs fn in a transaction on the first available node.
 func (r *Router) Transaction(ctx context.Context, fn func(ctx context.Context, tx driver.Adapter) error) error {
-	_, err := on(r, 0, func(n *routeNode) (struct{}, error) { return struct{}{}, n.tx.Transaction(ctx, fn) })
+	_, err := on(ctx, r, 0, func(n *routeNode) (struct{}, error) { return struct{}{}, n.tx.Transaction(ctx, fn) })
 	return err
 }
 
@@ -307,7 +310,7 @@ func (r *Router) RecordsOwned() bool {
 // CreateTables creates the tables through the first available node (the
 // cluster replicates DDL to the others), when its adapter can.
 func (r *Router) CreateTables(ctx context.Context, tables []*driver.Table) error {
-	_, err := on(r, 0, func(n *routeNode) (struct{}, error) {
+	_, err := on(ctx, r, 0, func(n *routeNode) (struct{}, error) {
 		tc, ok := n.a.(driver.TableCreator)
 		if !ok {
 			return struct{}{}, fmt.Errorf("%w: adapter %T cannot create tables", ErrUnsupported, n.a)
@@ -320,7 +323,7 @@ func (r *Router) CreateTables(ctx context.Context, tables []*driver.Table) error
 // CheckSchema checks a table through the first available node, when its
 // adapter can.
 func (r *Router) CheckSchema(ctx context.Context, t *driver.Table) error {
-	_, err := on(r, 0, func(n *routeNode) (struct{}, error) {
+	_, err := on(ctx, r, 0, func(n *routeNode) (struct{}, error) {
 		if sc, ok := n.a.(driver.SchemaChecker); ok {
 			return struct{}{}, sc.CheckSchema(ctx, t)
 		}

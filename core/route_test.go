@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // node is one node of a simulated cluster: the nodes share one memory
@@ -245,5 +246,29 @@ func TestRouteInvalid(t *testing.T) {
 		if _, err := f(); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%s: %v, want core.ErrInvalid", name, err)
 		}
+	}
+}
+
+// TestRouteReportsTheNode: the node that answered is in the context's
+// driver.RoundTrips, and so in the limiter's observed events; -1 without a
+// router.
+func TestRouteReportsTheNode(t *testing.T) {
+	_, as := cluster(3)
+	r, db := routed(t, as)
+	tb, _ := db.Schema().Table(core.ModelRateLimit)
+	home := r.NodeOf(tb, []driver.Where{{Column: "key", Op: driver.OpEq, Value: "k"}})
+	var nodes []int
+	observe := ratelimit.WithObserver(func(_ context.Context, e ratelimit.Event) { nodes = append(nodes, e.Node) })
+	for _, d := range []*core.DB{db, mustNew(t, as[0])} {
+		l, err := ratelimit.New(ratelimit.Database(d), observe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Consume(t.Context(), "k", ratelimit.Rule{Window: time.Minute, Max: 5}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(nodes) != 2 || nodes[0] != home || nodes[1] != -1 {
+		t.Fatalf("observed nodes %v, want [%d -1]: the routed key's home, then none without a router", nodes, home)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
+	"github.com/sluice-go/sluice/core/driver"
 	"io"
 	"math/rand/v2"
 	"net"
@@ -178,6 +179,7 @@ func (a *Adapter) retry(ctx context.Context, op func() error) error {
 		if !a.e.again(attempt, start) {
 			return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, attempt+1, err)
 		}
+		driver.AddRetries(ctx, 1)
 		if werr := pause(ctx, attempt); werr != nil {
 			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
 		}

@@ -33,6 +33,14 @@ type Event struct {
 	// this decision (see driver.RoundTrips): 0 for a denial from the denial
 	// cache and for Memory storage.
 	RoundTrips int64
+	// Retries is how many of them were sent again because the database
+	// aborted a statement or transaction for a concurrent writer (a
+	// deadlock victim, a Galera certification failure; see
+	// driver.RoundTrips.Retries).
+	Retries int64
+	// Node is the index of the cluster node that answered, under
+	// core.Route (see driver.RoundTrips.Node); -1 otherwise.
+	Node int
 	// Leased is how many units of the key, under the rule, the limiter
 	// holds in its lease after the decision ([WithLeases]; 0 without):
 	// claimed from the counter, not yet spent.
@@ -69,7 +77,7 @@ func (l *Limiter) observed(ctx context.Context, key string, rule Rule, cost int6
 	cctx, trips := driver.WithRoundTrips(ctx)
 	d, err := l.consumeN(cctx, key, rule, cost)
 	l.observe(ctx, Event{Key: key, Rule: rule, Cost: cost, Mode: l.mode, Storage: storageName(l.store),
-		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count(),
+		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count(), Retries: trips.Retries(), Node: trips.Node(),
 		Leased: l.leases.heldFor(key, rule)})
 	return d, err
 }

@@ -264,7 +264,7 @@ func (l *Limiter) observedPolicy(ctx context.Context, key string, p Policy, cost
 	cctx, trips := driver.WithRoundTrips(ctx)
 	d, bind, err := l.consumePolicy(cctx, key, p, cost)
 	e := Event{Key: key, Policy: p, Cost: cost, Mode: l.mode, Storage: storageName(l.store),
-		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count()}
+		Decision: d, Err: err, Start: start, Latency: time.Since(start), RoundTrips: trips.Count(), Retries: trips.Retries(), Node: trips.Node()}
 	if bind >= 0 {
 		e.Rule = p[bind]
 	}
