@@ -353,25 +353,38 @@ func TestCalendarMonthAfterFebruary(t *testing.T) {
 	rule := ratelimit.Rule{Max: 1, Calendar: ratelimit.Month}
 	eachBackend(t, func(t *testing.T, b backend, c *clock) {
 		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
-		ctx := context.Background()
-		for _, s := range []struct {
-			at      time.Time
-			allowed bool
-			reset   time.Time
-		}{
-			{time.Date(2026, 2, 1, 0, 0, 0, 0, time.UTC), true, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
-			{time.Date(2026, 2, 28, 23, 59, 59, 999e6, time.UTC), false, time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)},
-			{time.Date(2026, 3, 1, 1, 0, 0, 0, time.UTC), true, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)},
-			{time.Date(2026, 3, 31, 23, 0, 0, 0, time.UTC), false, time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)},
-			{time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC), true, time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)},
-		} {
-			c.Clock.Set(s.at)
-			d, err := l.Consume(ctx, "monthly", rule)
-			if err != nil || d.Allowed != s.allowed || !d.Reset.Equal(s.reset) {
-				t.Fatalf("at %v: %+v, %v; want allowed %v, reset %v", s.at, d, err, s.allowed, s.reset)
-			}
+		utc := func(m time.Month, d, h, min, s, ms int) time.Time {
+			return time.Date(2026, m, d, h, min, s, ms*1e6, time.UTC)
 		}
+		calendarSteps(t, c, []calendarStep{
+			{utc(2, 1, 0, 0, 0, 0), true, utc(3, 1, 0, 0, 0, 0)},
+			{utc(2, 28, 23, 59, 59, 999), false, utc(3, 1, 0, 0, 0, 0)},
+			{utc(3, 1, 1, 0, 0, 0), true, utc(4, 1, 0, 0, 0, 0)},
+			{utc(3, 31, 23, 0, 0, 0), false, utc(4, 1, 0, 0, 0, 0)},
+			{utc(4, 1, 0, 0, 0, 0), true, utc(5, 1, 0, 0, 0, 0)},
+		}, func(ctx context.Context) (ratelimit.Decision, error) { return l.Consume(ctx, "monthly", rule) })
 	})
+}
+
+// calendarStep is one decision of a scripted sequence: when, and what it
+// must answer.
+type calendarStep struct {
+	at      time.Time
+	allowed bool
+	reset   time.Time
+}
+
+// calendarSteps moves c to each step's instant and checks what decide
+// answers there.
+func calendarSteps(t *testing.T, c *clock, steps []calendarStep, decide func(context.Context) (ratelimit.Decision, error)) {
+	t.Helper()
+	for i, s := range steps {
+		c.Clock.Set(s.at)
+		d, err := decide(context.Background())
+		if err != nil || d.Allowed != s.allowed || !d.Reset.Equal(s.reset) {
+			t.Fatalf("step %d at %v: %+v, %v; want allowed %v, reset %v", i, s.at, d, err, s.allowed, s.reset)
+		}
+	}
 }
 
 // TestCalendarInPolicy: a daily calendar rule beside a per-minute rule in
@@ -385,23 +398,13 @@ func TestCalendarInPolicy(t *testing.T) {
 	eachBackend(t, func(t *testing.T, b backend, c *clock) {
 		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
 		ctx := context.Background()
-		for i, s := range []struct {
-			at      time.Time
-			allowed bool
-			reset   time.Time
-		}{
+		calendarSteps(t, c, []calendarStep{
 			{midnight.Add(-3 * time.Minute), true, midnight.Add(-2 * time.Minute)},
 			{midnight.Add(-2 * time.Minute), true, midnight.Add(-time.Minute)},
 			{midnight.Add(-time.Minute), true, midnight},
 			{midnight.Add(-time.Second), false, midnight}, // the day is full
 			{midnight, true, midnight.Add(time.Minute)},
-		} {
-			c.Clock.Set(s.at)
-			d, err := l.ConsumePolicy(ctx, "p", p, 1)
-			if err != nil || d.Allowed != s.allowed || !d.Reset.Equal(s.reset) {
-				t.Fatalf("step %d at %v: %+v, %v; want allowed %v, reset %v", i, s.at, d, err, s.allowed, s.reset)
-			}
-		}
+		}, func(ctx context.Context) (ratelimit.Decision, error) { return l.ConsumePolicy(ctx, "p", p, 1) })
 		zero := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "never", Calendar: ratelimit.Month, Location: ny}}
 		d, err := l.ConsumePolicy(ctx, "z", zero, 1)
 		if next := time.Date(2026, 12, 1, 0, 0, 0, 0, ny); err != nil || d.Allowed || !d.Reset.Equal(next) {
