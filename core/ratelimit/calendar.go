@@ -104,36 +104,6 @@ func calendarModeProblem(m Mode) string {
 	return fmt.Sprintf("a calendar rule counts in fixed periods; %v does not serve it (use FixedWindow)", m)
 }
 
-// longest is the longest window the rule counts in: its Window, or the
-// longest period of its Calendar.
-func (r Rule) longest() time.Duration {
-	if r.Calendar != 0 {
-		return r.Calendar.Longest()
-	}
-	return r.Window
-}
-
-// frame is where a request at now counts, in the terms of a fixed window's
-// counter (a count and the window's start, epoch ms):
-//   - a stored start at or before after is a window that is over;
-//   - open is the start a new window gets, w its length: it ends at open + w.
-//
-// For a window of the rule's Window, a start more than Window ago is
-// over and a new window opens at now. For a calendar rule, a start before
-// the current period's is over and a new window opens at the period's
-// start, lasting until the next period's.
-type frame struct{ after, open, w int64 }
-
-// frame returns the rule's frame at now.
-func (r Rule) frame(now int64) frame {
-	if r.Calendar == 0 {
-		w := r.Window.Milliseconds()
-		return frame{after: now - w, open: now, w: w}
-	}
-	start, end := r.Calendar.period(now, r.location())
-	return frame{after: start - 1, open: start, w: end - start}
-}
-
 // Period returns the calendar period holding t in loc (nil: UTC): its
 // start, the first instant of t's day, week, month or year there, and the
 // next period's start. For none or an unknown calendar it returns t, t.
@@ -212,6 +182,3 @@ func dayStart(y, m, d int, loc *time.Location) int64 {
 	}
 	return c.UnixMilli()
 }
-
-// end is the end of the window that opens in f.
-func (f frame) end() int64 { return f.open + f.w }

@@ -391,8 +391,10 @@
 // each mode to its storage, is gone. Measured with a coverage profile of
 // that one decision, which also runs six files of package core (db.go,
 // db_value.go, where.go, naming.go, row.go, convert.go) and core/driver's
-// table.go before the adapter. Under [WithWriteCombining] it adds
-// combine.go (six files); under [GCRA], database_gcra.go and gcra.go
+// table.go before the adapter. A calendar rule adds calendar.go, its
+// period (rule.go's frame says where a request counts under either kind
+// of rule). Under [WithWriteCombining] it adds combine.go (six files);
+// under [GCRA], database_gcra.go and gcra.go
 // (seven: the database's GCRA writes moved out of gcra.go, which holds
 // arithmetic only).
 //

@@ -139,3 +139,36 @@ func (r Rule) modeProblem(m Mode) string {
 	}
 	return ""
 }
+
+// longest is the longest window the rule counts in: its Window, or the
+// longest period of its Calendar.
+func (r Rule) longest() time.Duration {
+	if r.Calendar != 0 {
+		return r.Calendar.Longest()
+	}
+	return r.Window
+}
+
+// frame is where a request at now counts, in the terms of a fixed window's
+// counter (a count and the window's start, epoch ms):
+//   - a stored start at or before after is a window that is over;
+//   - open is the start a new window gets, w its length: it ends at open + w.
+//
+// For a window of the rule's Window, a start more than Window ago is
+// over and a new window opens at now. For a calendar rule, a start before
+// the current period's is over and a new window opens at the period's
+// start, lasting until the next period's.
+type frame struct{ after, open, w int64 }
+
+// frame returns the rule's frame at now.
+func (r Rule) frame(now int64) frame {
+	if r.Calendar == 0 {
+		w := r.Window.Milliseconds()
+		return frame{after: now - w, open: now, w: w}
+	}
+	start, end := r.Calendar.period(now, r.location())
+	return frame{after: start - 1, open: start, w: end - start}
+}
+
+// end is the end of the window that opens in f.
+func (f frame) end() int64 { return f.open + f.w }
