@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"errors"
 	"hash/maphash"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sethvargo/go-limiter/memorystore"
 	"github.com/throttled/throttled/v2"
@@ -131,6 +134,58 @@ var memImpls = []memImpl{
 		}
 		return f.take
 	}},
+	// The floor with what sluice's API obliges a decision to do besides:
+	// refuse a key no storage can hold (valid UTF-8, no NUL) and a bad
+	// rule, and answer with a whole ratelimit.Decision (Limit, Remaining,
+	// Reset as a time.Time) rather than a bool. Between floor-map-mutex and
+	// it lies the price of the API; between it and sluice-memory, sluice's.
+	{"floor-api", func(tb testing.TB) taker {
+		f := &floorMap{seed: maphash.MakeSeed(), start: time.Now()}
+		for i := range f.shards {
+			f.shards[i].m = map[string]*floorCounter{}
+		}
+		rule := ratelimit.Rule{Window: memWindow, Max: memMax}
+		return func(ctx context.Context, key string) (bool, error) {
+			d, err := f.decide(ctx, key, rule)
+			return d.Allowed, err
+		}
+	}},
+}
+
+var errFloorKey = errors.New("floor-api: a key must be valid UTF-8 without NUL")
+
+// decide is floor-map-mutex's decision with the API's obligations.
+//
+//go:noinline
+func (f *floorMap) decide(ctx context.Context, key string, rule ratelimit.Rule) (ratelimit.Decision, error) {
+	if key == "" || !utf8.ValidString(key) || strings.IndexByte(key, 0) >= 0 {
+		return ratelimit.Decision{}, errFloorKey
+	}
+	if err := rule.Validate(); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return ratelimit.Decision{}, err
+	}
+	now := f.start.UnixMilli() + int64(time.Since(f.start)/time.Millisecond)
+	w := rule.Window.Milliseconds()
+	s := &f.shards[maphash.String(f.seed, key)&63]
+	s.mu.Lock()
+	c, ok := s.m[key]
+	if !ok {
+		c = &floorCounter{start: now}
+		s.m[key] = c
+	}
+	if now-c.start >= w {
+		c.start, c.count = now, 0
+	}
+	ok = c.count < rule.Max
+	if ok {
+		c.count++
+	}
+	count, start := c.count, c.start
+	s.mu.Unlock()
+	return ratelimit.Decision{Allowed: ok, Limit: rule.Max, Remaining: rule.Max - count, Reset: time.UnixMilli(start + w).UTC()}, nil
 }
 
 // floorMap is the bare sharded map and mutex of the floor.
