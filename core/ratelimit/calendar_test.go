@@ -443,3 +443,51 @@ func BenchmarkCalendarMemory(b *testing.B) {
 		})
 	}
 }
+
+// TestCalendarResetRule: ResetRule clears a full calendar key on every
+// storage (on Secondary, the period's own counter), and it is admitted
+// again in the same period.
+func TestCalendarResetRule(t *testing.T) {
+	rule := ratelimit.Rule{Max: 1, Calendar: ratelimit.Week}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
+		ctx := context.Background()
+		c.Clock.Set(time.Date(2026, 12, 6, 23, 0, 0, 0, time.UTC)) // a Sunday: the week ends in an hour
+		monday := time.Date(2026, 12, 7, 0, 0, 0, 0, time.UTC)
+		calendarSteps(t, c, []calendarStep{
+			{c.Now(), true, monday},
+			{c.Now(), false, monday},
+		}, func(ctx context.Context) (ratelimit.Decision, error) { return l.Consume(ctx, "weekly", rule) })
+		if err := l.ResetRule(ctx, "weekly", rule); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := l.Consume(ctx, "weekly", rule); err != nil || !d.Allowed {
+			t.Fatalf("after ResetRule: %+v, %v; want admitted", d, err)
+		}
+	})
+}
+
+// TestCalendarInTransaction: a calendar charge made through In commits
+// and rolls back with the caller's transaction, and the period's row is
+// the day's start.
+func TestCalendarInTransaction(t *testing.T) {
+	rule := ratelimit.Rule{Max: 4, Calendar: ratelimit.Day, Location: zone(t, "America/New_York")}
+	for name, db := range txDBs(t) {
+		t.Run(name, func(t *testing.T) {
+			c := newClock()
+			c.Clock.Set(time.Date(2026, 3, 8, 20, 0, 0, 0, rule.Location))
+			l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now))
+			inTx(t, db, true, func(ctx context.Context, tx *core.DB) { mustDecide(t, l.In(tx), ctx, "tx", rule, 2) })
+			inTx(t, db, false, func(ctx context.Context, tx *core.DB) {
+				if d := mustDecide(t, l.In(tx), ctx, "tx", rule, 2); !d.Allowed || d.Remaining != 0 {
+					t.Errorf("in the rolled-back transaction: %+v, want admitted with 0 remaining", d)
+				}
+			})
+			row, ok, err := db.FindOne(context.Background(), core.ModelRateLimit, core.Eq("key", "tx"))
+			start := time.Date(2026, 3, 8, 0, 0, 0, 0, rule.Location)
+			if err != nil || !ok || row.Int("count") != 2 || row.Int("lastRequest") != start.UnixMilli() {
+				t.Fatalf("row %v (found %v, %v): want the committed 2 at the day's start %d", row, ok, err, start.UnixMilli())
+			}
+		})
+	}
+}
