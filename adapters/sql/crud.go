@@ -51,7 +51,7 @@ func (a *Adapter) Create(ctx context.Context, t *driver.Table, values []driver.A
 	}
 	if f.InsertReturning {
 		q, args := a.stmt(t, kindCreate, nil, nil, values, func(b *builder) { render(b, true) })
-		rec, err := retried(a, ctx, func() (driver.Record, error) { return a.insertReturning(ctx, q, args) })
+		rec, err := retried(a, ctx, func() (driver.Record, error) { return a.queryOne(ctx, q, args) })
 		if err == nil && rec == nil {
 			err = fmt.Errorf("%w: insert into %s: a row with the same unique key exists", core.ErrConflict, t.Name)
 		}
@@ -88,17 +88,6 @@ func (a *Adapter) Create(ctx context.Context, t *driver.Table, values []driver.A
 		return err
 	})
 	return out, err
-}
-
-// insertReturning runs an INSERT … ON CONFLICT DO NOTHING RETURNING: the
-// row, or nil for a taken key, which a serialization failure outside a
-// caller's transaction also means (see invisibleConflict).
-func (a *Adapter) insertReturning(ctx context.Context, q string, args []any) (driver.Record, error) {
-	rec, err := a.queryOne(ctx, q, args)
-	if err != nil && !a.inTx && a.e.invisibleConflict(err) {
-		return nil, nil
-	}
-	return rec, err
 }
 
 // findByPK reads one row by primary key.

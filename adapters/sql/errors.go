@@ -105,20 +105,6 @@ func (e *engine) classify(err error) class {
 	return other
 }
 
-// invisibleConflict reports a serialization failure of an INSERT … ON
-// CONFLICT DO NOTHING, which PostgreSQL raises at REPEATABLE READ and
-// SERIALIZABLE (CockroachDB and YugabyteDB run every transaction so) when
-// the row holding the key was written by a transaction the statement's
-// snapshot does not see: the key is taken, the insert lost, and nothing
-// took effect. Create answers it as the conflict it is rather than retry
-// it: on a hot key every retry meets another invisible update of the row,
-// and a burst of inserts on an existing key then runs out of attempts. Only
-// outside a caller's transaction, which the failure aborts.
-func (e *engine) invisibleConflict(err error) bool {
-	c, fam, ok := e.code(err)
-	return ok && fam == Postgres && c == "40001" && e.features.Dialect.traits().onConflict != ""
-}
-
 // brokenConnection reports a connection the network refused, reset or
 // timed out, or one database/sql found broken.
 func brokenConnection(err error) bool {
@@ -163,6 +149,11 @@ const (
 	maxAttempts  = 12
 	retryBackoff = time.Millisecond
 	retryCap     = 64 * time.Millisecond
+	// retryBudget is how long a run of retryable failures is retried at
+	// least, past maxAttempts: under SERIALIZABLE on a loaded server the
+	// aborts come in runs, and a count alone ran out within a few hundred
+	// milliseconds (bench/leases, uniform keys at SERIALIZABLE).
+	retryBudget = time.Second
 )
 
 // retry runs op until it succeeds, fails for another reason, or the
@@ -188,9 +179,10 @@ func (a *Adapter) retry(ctx context.Context, op func() error) error {
 
 // again reports whether a retryable failure of attempt (counted from 0),
 // in a run that began at start, is tried once more: up to maxAttempts in
-// all, and beyond them while the engine waits for a busy database itself.
+// all, and beyond them for retryBudget, or while the engine waits for a
+// busy database itself (SQLite) when that is longer.
 func (e *engine) again(attempt int, start time.Time) bool {
-	return attempt < maxAttempts-1 || (e.busyWait > 0 && time.Since(start) < e.busyWait)
+	return attempt < maxAttempts-1 || time.Since(start) < max(e.busyWait, retryBudget)
 }
 
 // retried is retry for an operation with a result.
