@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -32,6 +33,10 @@ type DB struct {
 	inTx       bool              // bound to a transaction (made by InTx or WithTx)
 	root       *DB               // the DB a bound one derives from; nil for a root
 	owned      bool              // the adapter's records are DB's to reuse (driver.RecordOwner)
+	// ended is set once the transaction of InTx that made this DB has
+	// ended: every later call is refused before it reaches the adapter
+	// (nil: not made by InTx).
+	ended *atomic.Bool
 }
 
 // ownsRecords reports whether a's records are DB's to reuse.
@@ -125,6 +130,9 @@ func (db *DB) NativeIncrement() bool { return db != nil && db.native != nil }
 func (db *DB) initialised(op, model string) error {
 	if db == nil || db.adapter == nil || db.schema == nil {
 		return invalid(op, model, "the DB is not initialised: make it with core.New or an adapter's Open")
+	}
+	if db.ended != nil && db.ended.Load() {
+		return invalid(op, model, "the transaction this DB was bound to by InTx has ended (committed or rolled back): use the tx of a live InTx")
 	}
 	return nil
 }
@@ -343,7 +351,10 @@ func (db *DB) Count(ctx context.Context, model string, where ...Where) (int64, e
 }
 
 // InTx runs fn in a transaction: fn's tx is a DB bound to it, and an error
-// from fn rolls back. Without a [driver.Transactor] it fails with [ErrUnsupported].
+// from fn rolls back. Once InTx returns, tx is refused by every call with
+// an error wrapping [ErrInvalid], before the adapter sees it: a handle kept
+// past its transaction never writes, on any adapter. Without a
+// [driver.Transactor] it fails with [ErrUnsupported].
 // On a tx DB it opens a nested transaction (a savepoint) through the
 // transaction adapter's own Transactor, so an error from the inner fn rolls
 // back the inner writes only; a transaction adapter without one fails with
@@ -358,8 +369,14 @@ func (db *DB) InTx(ctx context.Context, fn func(ctx context.Context, tx *DB) err
 	if _, flat := db.txr.(sameTx); flat {
 		return &Error{Op: "InTx", Kind: ErrUnsupported, Err: fmt.Errorf("transaction adapter %T has no nested transactions (driver.Transactor), so an error from fn could not roll back fn's writes alone", db.adapter)}
 	}
+	// A tx kept past the transaction's end is refused by every call, with
+	// ErrInvalid, whatever the adapter answers on an ended transaction.
+	ended := new(atomic.Bool)
+	defer ended.Store(true)
 	return wrap("InTx", "", db.txr.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-		return fn(ctx, db.bind(tx))
+		b := db.bind(tx)
+		b.ended = ended
+		return fn(ctx, b)
 	}))
 }
 
