@@ -375,7 +375,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 	}
 	if !found {
 		if _, err := s.db.Create(ctx, model, map[string]any{"key": r.key, "count": k, "lastRequest": r.open}); err != nil {
-			if errors.Is(err, core.ErrConflict) {
+			if createLost(err) {
 				return false, true, nil
 			}
 			return false, false, err
@@ -405,6 +405,15 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 	}
 	return false, true, nil
 }
+
+// createLost reports a Create of a key's row that lost to a concurrent
+// writer: the key is taken (core.ErrConflict), or the database kept
+// aborting the insert for concurrent writers (core.ErrContention). At
+// SERIALIZABLE an INSERT … ON CONFLICT DO NOTHING of a key whose row was
+// written by a transaction its snapshot does not see fails so on every
+// retry while others update that row: reading the row again, as after a
+// conflict, finds it.
+func createLost(err error) bool { return errors.Is(err, core.ErrConflict) || lostRace(err) }
 
 // learn takes a live state of the row, whose lastRequest is the window's
 // start (under BetterAuthWindow, its latest admission).

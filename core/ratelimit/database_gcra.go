@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -76,7 +75,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		}
 		if !found {
 			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": int64(0), "lastRequest": now + inc}); err != nil {
-				if errors.Is(err, core.ErrConflict) {
+				if createLost(err) {
 					known, busy = true, true // a concurrent opener's tat is likely ahead of now
 					continue
 				}

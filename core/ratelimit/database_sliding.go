@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -103,7 +102,7 @@ func (s *dbStorage) consumeSliding(ctx context.Context, key string, rule Rule, c
 		}
 		if !exists {
 			if _, err := s.db.Create(ctx, model, map[string]any{"key": kcur, "count": cost, "lastRequest": v.start}); err != nil {
-				if errors.Is(err, core.ErrConflict) {
+				if createLost(err) {
 					continue // a concurrent opener won: decide on its row
 				}
 				return state{}, err
