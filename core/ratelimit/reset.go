@@ -10,6 +10,9 @@ import (
 // request opens a new window, whatever the rule. It is not an error when
 // the key has no counter.
 //
+// A policy's rules count under names of their own, which Reset of key
+// leaves: use [Limiter.ResetPolicy].
+//
 // The counter is gone for every process sharing the storage, but a
 // limiter in another process that had cached this key's denial (see
 // [WithDenialCache]) keeps denying it until the window it saw ends; where
@@ -56,6 +59,9 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 	if err := l.usable(); err != nil {
 		return err
+	}
+	if s, ok := l.store.(*dbStorage); ok && s.tx {
+		return errTxReset // before the sliding path, which deletes by itself
 	}
 	if s, ok := l.store.(*secondaryStorage); ok && rule.Calendar != 0 {
 		return l.resetPeriods(ctx, s, key, rule)
