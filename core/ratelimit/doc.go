@@ -336,7 +336,9 @@
 // its own: a rule found full denies the policy with no write until its
 // window ends, its other rules then only read, to be reported. With
 // [WithWriteCombining] a policy is not combined: it goes alone, in its
-// transaction. [Limiter.CheckPolicy] reads each rule, one after another.
+// transaction. [Limiter.CheckPolicy] reads each rule, one after another;
+// [Limiter.ResetPolicy] clears every rule's counter, which [Limiter.Reset]
+// on the key does not find.
 //
 // # Shadow mode
 //

@@ -1,7 +1,10 @@
 package ratelimit_test
 
 import (
+	"sync/atomic"
+
 	"context"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"strings"
 	"testing"
 	"time"
@@ -75,4 +78,73 @@ func TestLoneRuleDecisionAllocatesNothing(t *testing.T) {
 			t.Errorf("%+v: %v allocations per decision, want 0", rule, n)
 		}
 	}
+}
+
+// TestResetPolicy: ResetPolicy clears every rule's counter; Reset on the
+// key clears none of them.
+func TestResetPolicy(t *testing.T) {
+	ctx := context.Background()
+	p := ratelimit.Policy{{Name: "a", Window: time.Minute, Max: 1}, {Name: "b", Window: time.Hour, Max: 3}}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		for _, m := range []ratelimit.Mode{ratelimit.FixedWindow, ratelimit.SlidingWindow} {
+			l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithMode(m), ratelimit.WithDenialCache(0))
+			key := "reset:" + m.String()
+			if d, err := l.ConsumePolicy(ctx, key, p, 1); err != nil || !d.Allowed {
+				t.Fatalf("%v: first: %+v, %v", m, d, err)
+			}
+			if err := l.ResetRule(ctx, key, p[0]); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := l.ConsumePolicy(ctx, key, p, 1); err != nil || d.Allowed {
+				t.Fatalf("%v: after resetting the key alone: %+v, %v; want still denied", m, d, err)
+			}
+			if err := l.ResetPolicy(ctx, key, p); err != nil {
+				t.Fatal(err)
+			}
+			if d, err := l.ConsumePolicy(ctx, key, p, 1); err != nil || !d.Allowed || d.Rules[1].Remaining != 2 {
+				t.Fatalf("%v: after ResetPolicy: %+v, %v; want admitted, b remaining 2", m, d, err)
+			}
+		}
+	})
+}
+
+// TestPolicyWithWriteCombining: a limiter with write combining decides
+// policies exactly (each alone, in its transaction), beside combined lone
+// requests on the same key.
+func TestPolicyWithWriteCombining(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		if b.db == nil {
+			t.Skip("write combining needs Database storage")
+		}
+		s := b.storage(c)
+		var ls []*ratelimit.Limiter
+		for range 3 {
+			ls = append(ls, newLimiter(t, s, ratelimit.WithClock(c.Now), ratelimit.WithWriteCombining()))
+		}
+		lone := ratelimit.Rule{Window: time.Hour, Max: 7}
+		var admitted, loneAdmitted atomic.Int64
+		testrace.Release(80, func(i int) {
+			l := ls[i%len(ls)]
+			if i%2 == 0 {
+				d, err := l.ConsumePolicy(context.Background(), "comb", racePolicy, 1)
+				if err != nil {
+					t.Error(err)
+				}
+				if d.Allowed {
+					admitted.Add(1)
+				}
+				return
+			}
+			d, err := l.Consume(context.Background(), "comb", lone)
+			if err != nil {
+				t.Error(err)
+			}
+			if d.Allowed {
+				loneAdmitted.Add(1)
+			}
+		})
+		if admitted.Load() != 5 || loneAdmitted.Load() != 7 {
+			t.Fatalf("admitted %d policy requests and %d lone ones; want exactly 5 and 7", admitted.Load(), loneAdmitted.Load())
+		}
+	})
 }
