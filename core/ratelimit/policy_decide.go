@@ -299,21 +299,3 @@ func (l *Limiter) uncharged(st state, rule Rule, now, cost int64) state {
 	}
 	return st
 }
-
-// ResetPolicy clears key's counters under every rule of p, as
-// [Limiter.ResetRule] does for each (a policy's rules keep counters of
-// their own, which [Limiter.Reset] on key does not find).
-func (l *Limiter) ResetPolicy(ctx context.Context, key string, p Policy) error {
-	if err := l.usable(); err != nil {
-		return err
-	}
-	if err := l.validatePolicy(key, p, 0); err != nil {
-		return keyError(key, err)
-	}
-	for _, r := range p {
-		if err := l.ResetRule(ctx, policyKey(key, r.Name), r); err != nil {
-			return err
-		}
-	}
-	return nil
-}

@@ -1,15 +1,14 @@
 package ratelimit_test
 
 import (
-	"sync/atomic"
-
 	"context"
-	"github.com/sluice-go/sluice/core/internal/testrace"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
