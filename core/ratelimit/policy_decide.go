@@ -111,7 +111,8 @@ func (l *Limiter) CheckPolicy(ctx context.Context, key string, p Policy) (Decisi
 
 // CheckPolicyRules reports, before any request is decided, whether l can
 // decide requests under p: [Limiter.CheckRule] for each rule, and
-// [Policy.Validate].
+// [Policy.Validate], and that the storage serves policies (a [Secondary]
+// storage needs driver.PolicyApplier).
 func (l *Limiter) CheckPolicyRules(p Policy) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -120,6 +121,9 @@ func (l *Limiter) CheckPolicyRules(p Policy) error {
 		if err := l.CheckRule(r); err != nil {
 			return invalidf("policy rule %d (%q): %v", i, r.Name, err)
 		}
+	}
+	if s, ok := l.store.(*secondaryStorage); ok {
+		return s.policyCapable()
 	}
 	return nil
 }

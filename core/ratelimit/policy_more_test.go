@@ -2,6 +2,7 @@ package ratelimit_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -146,4 +147,21 @@ func TestPolicyWithWriteCombining(t *testing.T) {
 			t.Fatalf("admitted %d policy requests and %d lone ones; want exactly 5 and 7", admitted.Load(), loneAdmitted.Load())
 		}
 	})
+}
+
+// TestPolicyNeedsApplier: a secondary storage without driver.PolicyApplier
+// refuses policies, at CheckPolicyRules and at the first decision, with
+// nothing written.
+func TestPolicyNeedsApplier(t *testing.T) {
+	store := memory.NewStorage()
+	// plainSecondary hides every optional capability, PolicyApplier too.
+	l := newLimiter(t, ratelimit.Secondary(plainSecondary{store}))
+	p := ratelimit.Policy{{Name: "a", Window: time.Minute, Max: 1}}
+	if err := l.CheckPolicyRules(p); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "PolicyApplier") {
+		t.Errorf("CheckPolicyRules: %v; want ErrInvalid naming driver.PolicyApplier", err)
+	}
+	d, err := l.ConsumePolicy(context.Background(), "k", p, 1)
+	if !errors.Is(err, core.ErrInvalid) || d.Allowed || store.Len() != 0 {
+		t.Errorf("ConsumePolicy: %+v, %v, %d entries; want denied, ErrInvalid, nothing stored", d, err, store.Len())
+	}
 }

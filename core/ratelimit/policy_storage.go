@@ -150,10 +150,10 @@ func (s *dbStorage) seed(ctx context.Context, items []*item, now int64, m Mode) 
 // bounded by Max less the weighted previous count, read first) or a TAT
 // advance (GCRA).
 func (s *secondaryStorage) consumeAll(ctx context.Context, items []*item, cost, now int64, m Mode, _ int) error {
-	pa, ok := s.s.(driver.PolicyApplier)
-	if !ok {
-		return invalidf("Secondary: a policy needs a storage that applies its rules in one atomic step (driver.PolicyApplier); %T has none", s.s)
+	if err := s.policyCapable(); err != nil {
+		return err
 	}
+	pa := s.s.(driver.PolicyApplier)
 	steps := make([]driver.PolicyStep, len(items))
 	slides := make([]slide, len(items))
 	ends := make([]int64, len(items))
@@ -206,6 +206,16 @@ func (s *secondaryStorage) consumeAll(ctx context.Context, items []*item, cost, 
 				it.st = state{count: st.Value, reset: resetAt(now, st.TTLLeft, it.rule, ends[i])}
 			}
 		}
+	}
+	return nil
+}
+
+// policyCapable refuses policies on a storage without driver.PolicyApplier:
+// charging rule by rule there could deny a request wrongly (see "Policies"
+// in the package documentation).
+func (s *secondaryStorage) policyCapable() error {
+	if _, ok := s.s.(driver.PolicyApplier); !ok {
+		return invalidf("Secondary: a policy needs a storage that applies its rules in one atomic step (driver.PolicyApplier); %T has none", s.s)
 	}
 	return nil
 }
