@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // TestKeyLifecycle walks one key through every key endpoint and checks,
@@ -226,8 +227,14 @@ func TestRateLimitState(t *testing.T) {
 			t.Fatalf("after reset the limiter reports %+v, %v", d, err)
 		}
 		rules := e.call(t, "GET", "/rate-limit/rules", "").ok(t)
-		if rules.raw != `{"rules":[{"name":"hello","max":3,"timeWindow":10000}]}`+"\n" {
+		if rules.raw != `{"rules":[{"name":"daily","max":100,"timeWindow":0,"calendar":"day@Europe/Berlin"},{"name":"hello","max":3,"timeWindow":10000}]}`+"\n" {
 			t.Errorf("rules: %s", rules.raw)
+		}
+		// A calendar rule's window ends at the next midnight in its zone.
+		st = e.call(t, "GET", "/rate-limit/get"+q("rule", "daily", "key", "203.0.113.7"), "").ok(t)
+		_, end := ratelimit.Day.Period(e.clock.Now(), daily.Location)
+		if st.body["calendar"] != "day@Europe/Berlin" || st.body["reset"] != end.UTC().Format(time.RFC3339Nano) {
+			t.Errorf("a calendar rule's state: %s, want reset %v", st.raw, end.UTC())
 		}
 	})
 }

@@ -333,7 +333,7 @@ func (h *Handler) limitGet(ctx context.Context, in limitQuery) (limitState, erro
 		return limitState{}, err
 	}
 	return limitState{Rule: in.Rule, Key: in.Key, Max: rule.Max, TimeWindow: rule.Window.Milliseconds(),
-		Remaining: d.Remaining, Allowed: d.Allowed, Reset: d.Reset.UTC()}, nil
+		Calendar: calendarOf(rule), Remaining: d.Remaining, Allowed: d.Allowed, Reset: d.Reset.UTC()}, nil
 }
 
 func (h *Handler) limitReset(ctx context.Context, in limitResetRequest) (successResponse, error) {

@@ -79,6 +79,15 @@ func (c *clock) Advance(d time.Duration) {
 
 var hello = ratelimit.Rule{Window: 10 * time.Second, Max: 3}
 
+// daily is a calendar rule: 100 a day, reset at midnight in Berlin.
+var daily = func() ratelimit.Rule {
+	r, err := ratelimit.ParseRule("100/day@Europe/Berlin")
+	if err != nil {
+		panic(err)
+	}
+	return r
+}()
+
 func newEnv(t *testing.T, b backend) *env {
 	t.Helper()
 	ctx := context.Background()
@@ -118,7 +127,7 @@ func newEnv(t *testing.T, b backend) *env {
 	t.Cleanup(func() { e.limiter.Close() })
 	h, err := operator.New(operator.Config{
 		Keys: e.keys, Authorize: operator.BearerToken("alice", token),
-		Limiter: e.limiter, Rules: map[string]ratelimit.Rule{"hello": hello},
+		Limiter: e.limiter, Rules: map[string]ratelimit.Rule{"hello": hello, "daily": daily},
 		Recorder: e.rec, Clock: e.clock.Now, LiveInterval: 20 * time.Millisecond,
 		Logger: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.log}, nil)),
 	})

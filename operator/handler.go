@@ -168,7 +168,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func (h *Handler) ruleNames() []ruleInfo {
 	out := make([]ruleInfo, 0, len(h.cfg.Rules))
 	for name, r := range h.cfg.Rules {
-		out = append(out, ruleInfo{Name: name, Max: r.Max, TimeWindow: r.Window.Milliseconds()})
+		out = append(out, ruleInfo{Name: name, Max: r.Max, TimeWindow: r.Window.Milliseconds(), Calendar: calendarOf(r)})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out

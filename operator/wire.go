@@ -2,9 +2,11 @@ package operator
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // The JSON the API reads and writes. Names follow Better Auth's api-key
@@ -195,7 +197,8 @@ type limitState struct {
 	Rule       string    `json:"rule"`
 	Key        string    `json:"key"`
 	Max        int64     `json:"max"`
-	TimeWindow int64     `json:"timeWindow" doc:"milliseconds"`
+	TimeWindow int64     `json:"timeWindow" doc:"milliseconds; 0 for a calendar rule"`
+	Calendar   string    `json:"calendar,omitempty" doc:"a calendar rule's period and zone, as ratelimit.ParseRule reads them after the slash: day, week, month or year, then @ and the IANA zone unless UTC"`
 	Remaining  int64     `json:"remaining"`
 	Allowed    bool      `json:"allowed" doc:"whether a request would be admitted now"`
 	Reset      time.Time `json:"reset" doc:"when the current window ends"`
@@ -213,7 +216,18 @@ type rulesResponse struct {
 type ruleInfo struct {
 	Name       string `json:"name"`
 	Max        int64  `json:"max"`
-	TimeWindow int64  `json:"timeWindow" doc:"milliseconds"`
+	TimeWindow int64  `json:"timeWindow" doc:"milliseconds; 0 for a calendar rule"`
+	Calendar   string `json:"calendar,omitempty" doc:"a calendar rule's period and zone, as ratelimit.ParseRule reads them after the slash: day, week, month or year, then @ and the IANA zone unless UTC"`
+}
+
+// calendarOf is a calendar rule's period and zone as ratelimit.ParseRule
+// reads them after the slash ("day@Europe/Berlin"); "" for another rule.
+func calendarOf(r ratelimit.Rule) string {
+	if r.Calendar == 0 {
+		return ""
+	}
+	_, after, _ := strings.Cut(r.String(), "/")
+	return after
 }
 
 type liveQuery struct {

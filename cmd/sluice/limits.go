@@ -20,6 +20,10 @@ type ruleFlag struct {
 func (f *ruleFlag) String() string { return "" }
 
 func (f *ruleFlag) Set(s string) error {
+	if r, err := ratelimit.ParseRule(s); err == nil && r.Calendar != 0 {
+		f.r, f.set = r, true // a calendar rule: 1000/day, 1000/month@Europe/Berlin
+		return nil
+	}
 	max, window, ok := strings.Cut(s, "/")
 	n, err := strconv.ParseInt(max, 10, 64)
 	if !ok || err != nil {
@@ -37,7 +41,7 @@ func (f *ruleFlag) Set(s string) error {
 func limiter(c *cli, name string, args []string) (*ratelimit.Limiter, ratelimit.Rule, string, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	var rule ruleFlag
-	fs.Var(&rule, "rule", "MAX/WINDOW: the rule the counter is kept under, such as 5/10s")
+	fs.Var(&rule, "rule", "MAX/WINDOW: the rule the counter is kept under, such as 5/10s, or a calendar rule such as 1000/day@Europe/Berlin")
 	pos, err := c.parse(fs, args, 1, "a rate-limit key (such as a client address)")
 	if err != nil {
 		return nil, rule.r, "", err
@@ -64,12 +68,20 @@ func limitsShow(ctx context.Context, c *cli, args []string) error {
 		return err
 	}
 	if c.json {
-		return c.printJSON(map[string]any{"key": key, "max": rule.Max, "timeWindow": rule.Window.Milliseconds(),
-			"remaining": d.Remaining, "allowed": d.Allowed, "reset": d.Reset.UTC()})
+		out := map[string]any{"key": key, "max": rule.Max, "timeWindow": rule.Window.Milliseconds(),
+			"remaining": d.Remaining, "allowed": d.Allowed, "reset": d.Reset.UTC()}
+		if rule.Calendar != 0 {
+			_, out["calendar"], _ = strings.Cut(rule.String(), "/")
+		}
+		return c.printJSON(out)
 	}
 	t := newTable(c.out)
 	t.row("key", key)
-	t.row("rule", fmt.Sprintf("%d per %v", rule.Max, rule.Window))
+	if rule.Calendar != 0 {
+		t.row("rule", rule.String()+" (a calendar window)")
+	} else {
+		t.row("rule", fmt.Sprintf("%d per %v", rule.Max, rule.Window))
+	}
 	t.row("remaining", strconv.FormatInt(d.Remaining, 10))
 	t.row("allowed now", strconv.FormatBool(d.Allowed))
 	t.row("window ends", d.Reset.UTC().Format(time.RFC3339))

@@ -247,6 +247,21 @@ func TestCommand(t *testing.T) {
 			if d, _ := lim.Check(ctx, "203.0.113.7", rule); d.Remaining != 5 {
 				t.Errorf("after limits reset: %+v", d)
 			}
+			daily, err := ratelimit.ParseRule("3/day@Europe/Berlin")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := lim.Consume(ctx, "daily-client", daily); err != nil {
+				t.Fatal(err)
+			}
+			st = tg.sluice(t, "limits", "show", "-rule", "3/day@Europe/Berlin", "daily-client", "-json").ok(t).json(t)
+			if st["remaining"] != 2.0 || st["calendar"] != "day@Europe/Berlin" {
+				t.Errorf("limits show of a calendar rule: %v", st)
+			}
+			tg.sluice(t, "limits", "reset", "-rule", "3/day@Europe/Berlin", "daily-client").ok(t)
+			if d, _ := lim.Check(ctx, "daily-client", daily); d.Remaining != 3 {
+				t.Errorf("after limits reset of a calendar rule: %+v", d)
+			}
 		})
 	}
 }

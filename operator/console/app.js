@@ -98,7 +98,7 @@ async function loadRules() {
   if (state.rules) return;
   state.rules = (await api('GET', 'rate-limit/rules')).rules;
   for (const r of state.rules) {
-    const text = r.name + ' (' + r.max + ' per ' + r.timeWindow / 1000 + ' s)';
+    const text = r.name + ' (' + r.max + ' per ' + (r.calendar || r.timeWindow / 1000 + ' s') + ')';
     $('#live-scope').append(el('option', 'rule ' + text, { value: r.name }));
     $('#limit-rule').append(el('option', text, { value: r.name }));
   }
