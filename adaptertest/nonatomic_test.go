@@ -132,10 +132,10 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			})
 		}
 	}
-	// 8 races (4 bodies, one pool and several), 25 rate-limit bursts (the
-	// lease race, the two calendar bursts and two policies among them) and
-	// 14 API-key races
-	require.Equal(t, 47, catchers, "cases that claim to catch the non-atomic adapter")
+	// 8 races (4 bodies, one pool and several), 27 rate-limit bursts (the
+	// lease race, the two calendar bursts, two policies and the two
+	// cold-limiter bursts among them) and 14 API-key races
+	require.Equal(t, 49, catchers, "cases that claim to catch the non-atomic adapter")
 }
 
 // TestNonAtomicAdapterPassesSequentialContract shows that what the race

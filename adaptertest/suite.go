@@ -146,6 +146,8 @@ func rateLimitCases() []dbCase {
 		{"WindowRollDuringBurstBetterAuthWindow/pools=1/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, 1, rlLate)},
 		{"WindowRollDuringBurstBetterAuthWindow/pools=4/late=0s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, rlPools, 0)},
 		{"WindowRollDuringBurstBetterAuthWindow/pools=4/late=1.5s", ruleWindowRoll, 0, rlWindowRoll(betterAuth, rlPools, rlLate)},
+		{"ColdLimitersOnLiveRow/pools=1", ruleColdBurst, 0, rlColdBurst(1)},
+		{"ColdLimitersOnLiveRow/pools=4", ruleColdBurst, 0, rlColdBurst(rlPools)},
 		{"GCRABurst/pools=1", ruleGCRA, 0, rlGCRA(1)},
 		{"GCRABurst/pools=4", ruleGCRA, 0, rlGCRA(rlPools)},
 		{"SlidingWindowBurst/pools=1", ruleSliding, 0, rlSliding(1)},

@@ -84,6 +84,13 @@ func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []
 		b.ident(t.PrimaryKey().Name)
 		b.write(" LIMIT 1")
 	})
+	return a.execLastID(ctx, q, args)
+}
+
+// execLastID runs a MySQL UPDATE that sets LAST_INSERT_ID(expr) on the row
+// it changes, and answers expr's value from the OK packet, with ok == false
+// when it changed no row. Deadlock victims are retried.
+func (a *Adapter) execLastID(ctx context.Context, q string, args []any) (int64, bool, error) {
 	q, args, err := a.inlined(q, args)
 	if err != nil {
 		return 0, false, err

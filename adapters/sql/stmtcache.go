@@ -19,6 +19,8 @@ const (
 	kindUpdateValue                          // IncrementValue's LAST_INSERT_ID UPDATE on MySQL
 	kindUpdateGuarded                        // the optimistic guarded UPDATE of IncrementOne on MySQL
 	kindUpdateReturningValue                 // IncrementValue's UPDATE … RETURNING one column
+	kindUpdatePair                           // IncrementPair's packed LAST_INSERT_ID UPDATE on MySQL
+	kindUpdateReturningPair                  // IncrementPair's UPDATE … RETURNING two columns
 )
 
 // maxCachedStatements bounds the statement cache: shapes are few in

@@ -326,9 +326,10 @@ func (s *dbStorage) claim(ctx context.Context, r *rowClaim, k, bound int64) (boo
 //   - with the window's start known, count += k guarded on lastRequest
 //     equal to it (a start seen live at now is live) and on room,
 //     answering the count alone;
-//   - otherwise, unless the value increment is native (MySQL, where the
-//     row costs a transaction: read it first), count += k guarded on a
-//     live window with room, answering the row.
+//   - otherwise, count += k guarded on a live window with room, answering
+//     the count and the window's start (core.DB.IncrementPair: one
+//     statement, MySQL included); inside a caller's transaction,
+//     answering the row (IncrementOne).
 func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) (wrote, ok bool, err error) {
 	sc := requests.Get().(*request)
 	inc := core.IncrementRequest{Model: model, Increment: sc.inc}
@@ -348,7 +349,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 		if n, ok, err = s.db.IncrementValue(ctx, inc); ok {
 			r.count, r.last, r.known = n, r.start, true
 		}
-	case !s.db.NativeValueIncrement() || s.tx:
+	case s.tx:
 		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.after), core.Lte("count", bound))
 		var row core.Row
 		if row, ok, err = s.db.IncrementOne(ctx, inc); ok {
@@ -356,8 +357,18 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 			s.remember(r.key, r.last, r.w, r.now)
 		}
 	default:
-		sc.release()
-		return false, false, nil
+		// The start unknown (a key this process has not seen, or forgot):
+		// the write that admits answers it with the count, in one
+		// statement on every database. lastRequest ≤ now keeps the start
+		// in the range (after, now]; a row opened ahead of this clock misses,
+		// and settle reads it.
+		var n, last int64
+		n, last, ok, err = s.db.IncrementPair(ctx, core.PairRequest{Model: model, Where: append(sc.where[:0], core.Eq("key", r.key)),
+			Field: "count", By: k, Max: bound + k, Other: "lastRequest", OtherMin: r.after + 1, OtherMax: r.now})
+		if ok {
+			r.learn(n, last)
+			s.remember(r.key, r.last, r.w, r.now)
+		}
 	}
 	sc.release()
 	return true, ok, err
