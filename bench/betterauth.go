@@ -163,14 +163,7 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 		}
 		return k, err
 	}
-	exec := func(ctx context.Context, q string, args ...any) (bool, error) {
-		res, err := e.pool.ExecContext(ctx, q, args...)
-		if err != nil {
-			return false, err
-		}
-		n, err := res.RowsAffected()
-		return n == 1, err
-	}
+	exec := e.execOne
 
 	// consumeRemaining: the refill compare-and-set, else the guarded decrement.
 	consumeRemaining := func(ctx context.Context, k *baKey, now time.Time) (bool, error) {
@@ -265,38 +258,60 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 		return err == nil, err
 	}
 
-	var (
-		once   sync.Once
-		mgr    *apikey.Manager
-		mgrErr error
-	)
 	return &approach{
 		name:    betterAuthName,
 		kind:    kindAPIKeyRef,
 		decider: e.apiKeyDecider(verify),
 		stored:  e.storedRequests,
-		burst: func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
-			// The fresh key is made through sluice, the verification is not.
-			once.Do(func() {
-				var db *core.DB
-				if db, mgrErr = sluicesql.Open(e.pool, sqlDialect[e.dialect], core.WithSchema(e.schema)); mgrErr == nil {
-					mgr, mgrErr = apikey.New(db)
-				}
-			})
-			if mgrErr != nil {
-				return nil, nil, mgrErr
-			}
-			plain, k, err := mgr.Create(ctx, apikey.CreateParams{
-				ReferenceID: "sluicebench", Name: "burst",
-				RateLimit: &apikey.RateLimit{Enabled: true, Window: window, Max: burstMax},
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, plain) },
-				func(ctx context.Context) (int64, error) { return e.requestsOf(ctx, k.ID) }, nil
-		},
+		burst:   e.freshKeyBurst(verify),
 	}
+}
+
+// freshKeyBurst is the limit check of a hand-written verification: a fresh
+// key made through sluice (on the database/sql adapter, made once), verified
+// by verify.
+func (e *sqlEnv) freshKeyBurst(verify func(context.Context, string) (bool, error)) func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
+	var (
+		once   sync.Once
+		mgr    *apikey.Manager
+		mgrErr error
+	)
+	return func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
+		once.Do(func() {
+			var db *core.DB
+			if db, mgrErr = sluicesql.Open(e.pool, sqlDialect[e.dialect], core.WithSchema(e.schema)); mgrErr == nil {
+				mgr, mgrErr = apikey.New(db)
+			}
+		})
+		if mgrErr != nil {
+			return nil, nil, mgrErr
+		}
+		return e.keyBurst(ctx, mgr, verify)
+	}
+}
+
+// keyBurst creates a fresh key of limit burstMax through m, and returns
+// its verification by verify and the read of its stored request count.
+func (e *sqlEnv) keyBurst(ctx context.Context, m *apikey.Manager, verify func(context.Context, string) (bool, error)) (decideFunc, func(context.Context) (int64, error), error) {
+	plain, k, err := m.Create(ctx, apikey.CreateParams{
+		ReferenceID: "sluicebench", Name: "burst",
+		RateLimit: &apikey.RateLimit{Enabled: true, Window: window, Max: burstMax},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, plain) },
+		func(ctx context.Context) (int64, error) { return e.requestsOf(ctx, k.ID) }, nil
+}
+
+// execOne runs a write and reports whether it changed exactly one row.
+func (e *sqlEnv) execOne(ctx context.Context, q string, args ...any) (bool, error) {
+	res, err := e.pool.ExecContext(ctx, q, args...)
+	if err != nil {
+		return false, err
+	}
+	n, err := res.RowsAffected()
+	return n == 1, err
 }
 
 // bindTime renders a time as the sluice SQL adapter stores it: SQLite keeps

@@ -68,7 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run (this process only) to this file")
 	rounds := fs.Int("rounds", 1, "measure each cell this many times, interleaving the approaches, and keep the median (steadier on a loaded machine)")
 	only := fs.String("only", "", "run only the approaches whose name contains one of these comma-separated words (for rerunning key cells)")
-	scs := fs.String("scenarios", "", "run only these scenarios: hot, uniform, denial (default all)")
+	scs := fs.String("scenarios", "", "run only these scenarios: hot, uniform, denial, cold (default all)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -107,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 				}
 			}
 			if !found {
-				return config{}, fmt.Errorf("-scenarios: unknown scenario %q (want hot, uniform or denial)", w)
+				return config{}, fmt.Errorf("-scenarios: unknown scenario %q (want hot, uniform, denial or cold)", w)
 			}
 		}
 	}
@@ -276,11 +276,15 @@ func runBackend(ctx context.Context, b *backend, cfg config, prog *progress, rep
 			// starts one approach further on, so that no approach always
 			// runs in the same place of a round (the first after a long
 			// idle spell of its pool, or the last).
-			runs := make([][]result, len(b.approaches))
+			approaches := b.approaches
+			if sc == coldKeys {
+				approaches = slices.DeleteFunc(slices.Clone(approaches), func(a *approach) bool { return !a.cold })
+			}
+			runs := make([][]result, len(approaches))
 			for round := range cfg.rounds {
-				for j := range b.approaches {
-					i := (j + round) % len(b.approaches)
-					a := b.approaches[i]
+				for j := range approaches {
+					i := (j + round) % len(approaches)
+					a := approaches[i]
 					if err := ctx.Err(); err != nil {
 						return err
 					}
@@ -292,7 +296,7 @@ func runBackend(ctx context.Context, b *backend, cfg config, prog *progress, rep
 					runs[i] = append(runs[i], runCell(ctx, b, a, sc, g, cfg.duration))
 				}
 			}
-			for i, a := range b.approaches {
+			for i, a := range approaches {
 				r := medianOf(runs[i])
 				if msg, bad := limitCheck[a.name]; bad {
 					if r.OK {
@@ -336,7 +340,7 @@ func approachNames(db string) []string {
 	if db == "postgres" {
 		names = append(names, pgxFloorName)
 	}
-	names = append(names, referenceName, lockingName, betterAuthName)
+	names = append(names, referenceName, lockingName, betterAuthName, handVerifyName)
 	for _, suffix := range []string{incrementSuffix, limiterSuffix, gcraSuffix, slidingSuffix, combiningSuffix, verifySuffix} {
 		for _, o := range ormNames {
 			if (suffix == combiningSuffix || suffix == gcraSuffix || suffix == slidingSuffix) && o != "sql" {

@@ -257,8 +257,7 @@ func (r *report) ratios() []ratio {
 			add(ratio{DB: db, What: "rate limiter allocations per decision − SQL floor's", Scenario: ssc, Goroutines: sg, Target: 15, AtMost: true, Binding: true,
 				Values: perDecision(db, kindLimiter, ssc, sg, func(n result) float64 { return n.Allocs - f.Allocs })})
 		}
-		add(ratio{DB: db, What: "API-key verify ÷ Better Auth's verification", Scenario: uniformKeys, Goroutines: g, Target: 2, Binding: pg,
-			Values: perAdapter(db, kindAPIKey, kindAPIKeyRef, uniformKeys, g)})
+		r.sqlGoals(db, g, both, ssc, sg, perAdapter, perDecision, add)
 		rts := 1.0
 		if my {
 			rts = 2

@@ -19,9 +19,14 @@ const (
 	hotKey      scenario = "hot key"
 	uniformKeys scenario = "uniform keys"
 	denialStorm scenario = "denial storm"
+	// coldKeys is per-client limiting in a process that has just started:
+	// the uniform keys, whose rows are live, decided by a limiter made
+	// after the warm-up, which knows none of their windows' starts (see
+	// approach.cold).
+	coldKeys scenario = "cold keys"
 )
 
-var scenarios = []scenario{hotKey, uniformKeys, denialStorm}
+var scenarios = []scenario{hotKey, uniformKeys, denialStorm, coldKeys}
 
 const (
 	// bigMax is the limit of the hot and uniform scenarios: never reached,
@@ -53,6 +58,10 @@ type approach struct {
 	// scenario's keys, for the consistency check; nil when the storage
 	// cannot be read back (Redis).
 	stored func(ctx context.Context, sc scenario) (sum, max int64, err error)
+	// cold: the approach runs the cold-keys scenario; its decider for it
+	// is called again after the warm-up, so that a limiter it makes is a
+	// new process's.
+	cold bool
 	// burst prepares the limit check on a fresh key of limit burstMax:
 	// its decision and how to read its stored count (nil when unreadable).
 	burst func(ctx context.Context) (decideFunc, func(ctx context.Context) (int64, error), error)
@@ -191,7 +200,7 @@ func runPhase(ctx context.Context, g int, d time.Duration, keys int, decide deci
 func runCell(ctx context.Context, b *backend, a *approach, sc scenario, g int, d time.Duration) result {
 	r := result{DB: b.name, Approach: a.name, Kind: a.kind, Scenario: sc, Goroutines: g}
 	keys := 1
-	if sc == uniformKeys {
+	if sc == uniformKeys || sc == coldKeys {
 		keys = b.keys
 	}
 	decide := a.decider(sc)
@@ -211,6 +220,9 @@ func runCell(ctx context.Context, b *backend, a *approach, sc scenario, g int, d
 	}
 	warm := min(d/5, 200*time.Millisecond)
 	w := runPhase(ctx, g, warm, keys, decide, 1)
+	if sc == coldKeys {
+		decide = a.decider(sc) // a process that has just started, its connections open
+	}
 
 	runtime.GC()
 	var m0, m1 runtime.MemStats

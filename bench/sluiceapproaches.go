@@ -197,6 +197,16 @@ func (e *sqlEnv) limiterWith(o orm, name string, k kind, opts ...ratelimit.Optio
 	}
 	label := strings.ReplaceAll(strings.TrimPrefix(name, o.name+" "), " ", "-")
 	a := e.rawApproach(name, k, o.name+"-"+label, decide)
+	if k == kindLimiter {
+		a.cold = true
+		warm := a.decider
+		a.decider = func(sc scenario) decideFunc {
+			if sc == coldKeys {
+				return e.coldLimiter(o, opts)
+			}
+			return warm(sc)
+		}
+	}
 	// The limit check starts from no row at all, so that the limiter's
 	// creation race (one opener, the others counted) is checked too.
 	a.burst = func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
@@ -247,15 +257,7 @@ func (e *sqlEnv) verifier(o orm) (*approach, error) {
 		},
 		stored: e.storedRequests,
 		burst: func(ctx context.Context) (decideFunc, func(context.Context) (int64, error), error) {
-			plain, k, err := m.Create(ctx, apikey.CreateParams{
-				ReferenceID: "sluicebench", Name: "burst",
-				RateLimit: &apikey.RateLimit{Enabled: true, Window: window, Max: burstMax},
-			})
-			if err != nil {
-				return nil, nil, err
-			}
-			return func(ctx context.Context, _ int) (bool, error) { return verify(ctx, plain) },
-				func(ctx context.Context) (int64, error) { return e.requestsOf(ctx, k.ID) }, nil
+			return e.keyBurst(ctx, m, verify)
 		},
 	}, nil
 }
@@ -358,7 +360,7 @@ func sqlBackend(ctx context.Context, name, dsn string, cfg config, runID string)
 	if e.pgx != nil {
 		b.approaches = append(b.approaches, e.pgxFloor())
 	}
-	b.approaches = append(b.approaches, e.reference(), e.locking(), e.betterAuthVerify())
+	b.approaches = append(b.approaches, e.reference(), e.locking(), e.betterAuthVerify(), e.handVerify())
 	for _, o := range orms {
 		b.approaches = append(b.approaches, e.increment(o))
 	}

@@ -95,7 +95,9 @@ func (e *sqlEnv) rawApproach(name string, k kind, label string, decide func(ctx 
 
 // floor is one guarded UPDATE per decision: the least any approach can do.
 func (e *sqlEnv) floor() *approach {
-	return e.rawApproach(floorName, kindFloor, "floor", e.guardedUpdate())
+	a := e.rawApproach(floorName, kindFloor, "floor", e.guardedUpdate())
+	a.cold = true // it remembers nothing: every key is as cold as any
+	return a
 }
 
 // pgxFloor is the floor's statement on the pgx adapter's own pool, written

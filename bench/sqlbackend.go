@@ -218,7 +218,7 @@ func (e *sqlEnv) counterOf(ctx context.Context, key string) (int64, error) {
 // rateLimitKey returns the key of a decision in a scenario, and its limit.
 func (e *sqlEnv) rateLimitKey(sc scenario) (func(k int) string, int64) {
 	switch sc {
-	case uniformKeys:
+	case uniformKeys, coldKeys:
 		return func(k int) string { return e.ukeys[k] }, bigMax
 	case denialStorm:
 		return func(int) string { return "deny" }, denyMax
@@ -231,7 +231,7 @@ func (e *sqlEnv) rateLimitKey(sc scenario) (func(k int) string, int64) {
 func (e *sqlEnv) storedCounters(ctx context.Context, sc scenario) (sum, max int64, err error) {
 	where, arg := e.cKey+" = ?", "hot"
 	switch sc {
-	case uniformKeys:
+	case uniformKeys, coldKeys:
 		where, arg = e.cKey+" LIKE ?", "u%"
 	case denialStorm:
 		arg = "deny"
