@@ -254,7 +254,7 @@ func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *R
 		return err
 	}
 	now := l.now()
-	if err := l.validate(key, *r, cost); err != nil {
+	if err := l.validateRef(key, r, cost); err != nil {
 		d.Limit = r.Max
 		return keyError(key, err)
 	}
@@ -355,23 +355,32 @@ func (l *Limiter) CheckRule(rule Rule) error {
 // validate refuses a request before any I/O. Its errors do not name the
 // key: the caller wraps them with keyError.
 func (l *Limiter) validate(key string, rule Rule, cost int64) error {
+	return l.validateRef(key, &rule, cost)
+}
+
+// validateRef is validate with the rule by pointer, as the lone-rule path
+// holds it: each check reads the caller's rule rather than a copy of its
+// eight words (Rule.Validate is r.problem, called here directly).
+func (l *Limiter) validateRef(key string, r *Rule, cost int64) error {
 	if err := checkKey(key); err != nil {
 		return err
 	}
 	if cost < 0 {
 		return invalidf("cost %d must not be negative", cost)
 	}
-	if err := rule.Validate(); err != nil {
-		return err
-	}
-	if p := rule.modeProblem(l.mode); p != "" {
+	if p := r.problem(); p != "" {
 		return invalidf("%s", p)
 	}
-	if p := l.leases.problem(rule); p != "" {
+	if p := r.modeProblem(l.mode); p != "" {
 		return invalidf("%s", p)
 	}
-	if l.longest > 0 && rule.longest() > l.longest {
-		return invalidf("rule window %v is longer than the declared longest window %v", rule.longest(), l.longest)
+	if l.leases != nil {
+		if p := l.leases.problem(*r); p != "" {
+			return invalidf("%s", p)
+		}
+	}
+	if l.longest > 0 && r.longest() > l.longest {
+		return invalidf("rule window %v is longer than the declared longest window %v", r.longest(), l.longest)
 	}
 	return nil
 }

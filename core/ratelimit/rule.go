@@ -57,7 +57,7 @@ func (r Rule) Validate() error {
 }
 
 // problem says what is wrong with the rule, or "".
-func (r Rule) problem() string {
+func (r *Rule) problem() string {
 	switch {
 	case r.Calendar != 0:
 		if p := r.calendarProblem(); p != "" {
@@ -121,7 +121,7 @@ const maxSpan = math.MaxInt64 / int64(time.Millisecond)
 //     Max⌉ ms) and a denial may wait all of it: Max·T must fit in maxSpan,
 //     which also keeps every tat far below 2^51, where Redis's scripts
 //     compute exactly in doubles.
-func (r Rule) modeProblem(m Mode) string {
+func (r *Rule) modeProblem(m Mode) string {
 	if r.Calendar != 0 {
 		return calendarModeProblem(m)
 	}
@@ -132,7 +132,7 @@ func (r Rule) modeProblem(m Mode) string {
 				"and two must fit in a time.Duration (at most %v)", r.Window, time.Duration(maxSpan/2)*time.Millisecond)
 		}
 	case GCRA:
-		if _, ok := gcraBurst(r); !ok {
+		if _, ok := gcraBurst(*r); !ok {
 			return fmt.Sprintf("rule max %d over window %v is more than GCRA computes exactly: a full bucket holds Max × ⌈Window/Max⌉ ms "+
 				"of emission time, which must fit in a time.Duration (at most %d ms)", r.Max, r.Window, maxSpan)
 		}
