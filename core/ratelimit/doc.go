@@ -238,6 +238,10 @@
 // window of a counter from the next, so there a lease is never returned
 // early: an unused one lapses with its window.
 //
+// Units a lease returns before its window ends serve the processes that
+// have not cached the key's denial (see "Denial cache"); a process that
+// has waits for the window's end, as it would after a [Limiter.Reset].
+//
 // [Limiter.Leased] reports the units a limiter holds; [Event].Leased
 // those of the decision's key. [Limiter.Reset] drops the limiter's own
 // leases of the key; another process's leases, claimed from the counter
