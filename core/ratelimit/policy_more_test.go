@@ -3,6 +3,7 @@ package ratelimit_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -164,4 +165,42 @@ func TestPolicyNeedsApplier(t *testing.T) {
 	if !errors.Is(err, core.ErrInvalid) || d.Allowed || store.Len() != 0 {
 		t.Errorf("ConsumePolicy: %+v, %v, %d entries; want denied, ErrInvalid, nothing stored", d, err, store.Len())
 	}
+}
+
+// policySlidingRace races 40 requests over three limiters on s under
+// SlidingWindow, on a fresh key, for a policy whose long rule comes
+// first: exactly the short rule's 5 are admitted and the long rule is
+// charged those 5 alone.
+func policySlidingRace(t *testing.T, s ratelimit.Storage, c *clock, key string) error {
+	p := ratelimit.Policy{racePolicy[1], racePolicy[0]}
+	var ls []*ratelimit.Limiter
+	for range 3 {
+		ls = append(ls, newLimiter(t, s, ratelimit.WithClock(c.Now), ratelimit.WithMode(ratelimit.SlidingWindow)))
+	}
+	c.Set(30 * time.Second) // inside the short rule's first window
+	if got := policyRace(t, ls, key, p, 40); got != 5 {
+		return fmt.Errorf("admitted %d, want exactly 5", got)
+	}
+	d, err := ls[0].CheckPolicy(context.Background(), key, p)
+	if err != nil {
+		return err
+	}
+	if d.Rules[0].Remaining != 7 || d.Rules[1].Remaining != 0 {
+		return fmt.Errorf("remaining long %d, short %d; want 7 and 0: a denied request charged a rule", d.Rules[0].Remaining, d.Rules[1].Remaining)
+	}
+	return nil
+}
+
+// TestPolicySlidingRace: exact under SlidingWindow on every storage, and
+// the race fails on a storage charging rule by rule.
+func TestPolicySlidingRace(t *testing.T) {
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		if err := policySlidingRace(t, b.storage(c), c, "slide"); err != nil {
+			t.Error(err)
+		}
+		c2 := newClock()
+		if err := policySlidingRace(t, ratelimit.OneByOne(b.storage(c2)), c2, "slide-broken"); err == nil || !strings.Contains(err.Error(), "charged a rule") {
+			t.Error("the sliding race passed a storage that charges rule by rule")
+		}
+	})
 }
