@@ -71,7 +71,9 @@ type Features struct {
 	// for itself (SET STATEMENT wsrep_sync_wait=1 FOR …), until the node
 	// has applied every commit certified before them: a key created on one
 	// node is found at once on every other, never a false INVALID or a
-	// false denial. Writes need no wait: certification orders them.
+	// false denial. Writes need no wait: certification orders them. Each
+	// transaction of the engine's own also checks, before COMMIT, that
+	// the node has not aborted it (see stillInTransaction).
 	CausalReads bool
 }
 
@@ -181,7 +183,12 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 			_ = tx.Rollback(context.WithoutCancel(ctx))
 		}
 	}()
-	if err := fn(&Adapter{e: a.e, x: tx, inTx: true}); err != nil {
+	inner := &Adapter{e: a.e, x: tx, inTx: true}
+	err = fn(inner)
+	if err == nil {
+		err = inner.stillInTransaction(ctx)
+	}
+	if err != nil {
 		done = true
 		if rerr := tx.Rollback(context.WithoutCancel(ctx)); rerr != nil && !errors.Is(rerr, context.Canceled) {
 			return errors.Join(err, fmt.Errorf("rollback: %w", rerr))
@@ -229,4 +236,27 @@ func (a *Adapter) writeTx(ctx context.Context, fn func(tx *Adapter) error) error
 		return a.e.mapErr(fn(a))
 	}
 	return a.retry(ctx, func() error { return a.inTransaction(ctx, fn) })
+}
+
+// stillInTransaction, on a Galera node (Features.CausalReads), asks the
+// server whether the engine's transaction is still open before it is
+// committed. A node that aborted the transaction for another node's
+// conflicting write set while the client sat between two statements could
+// let the statements after it run outside the transaction, each on its
+// own, so that COMMIT had nothing to commit and succeeded: through core's
+// fallback and the policies' transactions, across nodes, one caller too
+// many was admitted in most runs. Such a transaction is a conflict
+// (core.ErrContention), retried as a whole by whoever runs it.
+func (a *Adapter) stillInTransaction(ctx context.Context) error {
+	if !a.e.features.CausalReads {
+		return nil
+	}
+	n, err := a.scalar(ctx, "SELECT @@in_transaction", nil)
+	if err != nil {
+		return a.e.mapErr(err)
+	}
+	if n == 0 {
+		return fmt.Errorf("%w: %s: the cluster aborted the transaction (no longer in it before COMMIT)", core.ErrContention, a.e.name())
+	}
+	return nil
 }

@@ -14,7 +14,9 @@
 # port is set explicitly, in the 2xxxx range: away from the ephemeral range
 # (32768-60999, where SST joins failed), from the system server on 3306, and
 # with the IST port chosen (its default, the gcomm port + 1, is the next
-# node's gcomm port). $DIR/nodeN/run restarts a node that was stopped or
+# node's gcomm port). A node is suspected after 15 s of silence (5 s by
+# default, which a loaded CI machine exceeded: a node left and rejoined
+# mid-suite). $DIR/nodeN/run restarts a node that was stopped or
 # killed (it rejoins by IST); scripts/galera/stop.sh stops them all.
 set -euo pipefail
 DIR=${DIR:-$(mktemp -d)}
@@ -71,7 +73,7 @@ wsrep_node_address=127.0.0.1
 wsrep_node_name=node$n
 wsrep_sst_method=rsync
 wsrep_sst_receive_address=127.0.0.1:$((g + 2))
-wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$g;ist.recv_addr=127.0.0.1:$((g + 1));gcache.size=64M"
+wsrep_provider_options="gmcast.listen_addr=tcp://127.0.0.1:$g;ist.recv_addr=127.0.0.1:$((g + 1));gcache.size=64M;evs.suspect_timeout=PT15S;evs.inactive_timeout=PT30S"
 CNF
   # run starts the node in the background; run --wsrep-new-cluster
   # bootstraps a new cluster with it.
