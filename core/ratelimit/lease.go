@@ -204,7 +204,7 @@ func (ls *leaser) consume(ctx context.Context, key string, rule Rule, cost, now 
 		ls.lapse(le)
 	}
 	if le.avail < cost {
-		st, err := ls.refill(ctx, le, rule, cost-le.avail, now, attempts)
+		st, err := ls.refill(ctx, le, rule, cost, now, attempts)
 		if err != nil || !st.allowed {
 			return st, err
 		}
@@ -215,11 +215,12 @@ func (ls *leaser) consume(ctx context.Context, key string, rule Rule, cost, now 
 	return state{allowed: true, count: le.seen - le.avail, reset: le.end}, nil
 }
 
-// refill claims a block holding at least need more units: the lease's
-// block size, at most half of what the window had left at the last claim;
-// when that does not fit, half of what it has left now, until what is left
-// is less than need. It reports allowed when the lease holds enough.
-func (ls *leaser) refill(ctx context.Context, le *lease, rule Rule, need, now int64, attempts int) (state, error) {
+// refill claims blocks until the lease holds cost: each at least what is
+// missing, the lease's block size, at most half of what the window had
+// left at the last claim; when that does not fit, half of what it has left
+// now, until what is left is less than what is missing. It reports allowed
+// when the lease holds enough.
+func (ls *leaser) refill(ctx context.Context, le *lease, rule Rule, cost, now int64, attempts int) (state, error) {
 	if le.granted > 0 && now-le.granted < ls.idle {
 		le.block = min(2*le.block, ls.size) // the last block went within the lease time
 	}
@@ -229,6 +230,7 @@ func (ls *leaser) refill(ctx context.Context, le *lease, rule Rule, need, now in
 	}
 	_, exact := ls.store.(*dbStorage)
 	for range attempts {
+		need := cost - le.avail
 		k := min(max(need, min(le.block, (room+1)/2)), rule.Max)
 		st, err := ls.claim(ctx, le.key, rule, k, now, attempts)
 		if err != nil {
@@ -242,12 +244,16 @@ func (ls *leaser) refill(ctx context.Context, le *lease, rule Rule, need, now in
 			ls.lapse(le)
 		}
 		le.seen, le.end, le.start = st.count, st.reset, st.reset-rule.Window.Milliseconds()
+		room = rule.Max - st.count
 		if ls.granted(st) {
 			ls.add(le, k)
 			le.granted, le.used = now, now
-			return state{allowed: true}, nil
+			if le.avail >= cost {
+				return state{allowed: true}, nil
+			}
+			continue // the window changed under what was held: claim the rest
 		}
-		if room = rule.Max - st.count; room < need {
+		if room < cost-le.avail {
 			// Denied at the window's state. What the lease holds is less
 			// than the cost; it stays for smaller requests.
 			return state{count: st.count - le.avail, reset: st.reset}, nil

@@ -344,3 +344,42 @@ func ExampleWithLeases() {
 	// admitted 1000 holding 0
 	// true
 }
+
+// TestLeaseClaimsTheRestAfterAReset: a lease whose refill finds the
+// counter reset by another process (a new window) drops what it held for
+// the old one and claims what the request still needs, so the new window
+// never counts less than was admitted in it.
+func TestLeaseClaimsTheRestAfterAReset(t *testing.T) {
+	ctx := context.Background()
+	db, err := core.New(memory.New())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClock()
+	rule := ratelimit.Rule{Window: time.Second, Max: 10}
+	a := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now), ratelimit.WithLeases(10))
+	other := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now))
+	for range 2 { // blocks of 1, then 2: one unit left in the lease
+		if d, err := a.Consume(ctx, "k", rule); err != nil || !d.Allowed {
+			t.Fatal(d, err)
+		}
+	}
+	if a.Leased() != 1 {
+		t.Fatalf("holding %d, want 1", a.Leased())
+	}
+	c.Set(time.Millisecond)
+	if err := other.Reset(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := other.ConsumeN(ctx, "k", rule, 7); err != nil || !d.Allowed {
+		t.Fatal(d, err)
+	}
+	c.Set(2 * time.Millisecond)
+	if d, err := a.ConsumeN(ctx, "k", rule, 3); err != nil || !d.Allowed {
+		t.Fatal(d, err)
+	}
+	// 7 + 3 admitted in the new window: it is full.
+	if d, err := other.Consume(ctx, "k", rule); err != nil || d.Allowed {
+		t.Errorf("after 10 admitted in the window: %+v, %v; want denied", d, err)
+	}
+}
