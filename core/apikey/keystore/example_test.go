@@ -2,6 +2,7 @@ package keystore_test
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
@@ -20,4 +21,33 @@ func ExampleApply() {
 	// Output:
 	// first: found true, code "", remaining 0
 	// second: code "USAGE_EXCEEDED"
+}
+
+// An anchored refill on the 31st at 09:30 in Berlin falls on February's
+// last day, and on the 31st again in March, at 09:30 on the wall clock
+// whatever the offset. Interval turns the anchor into the interval rule
+// that a guarded write checks (last ≤ now − interval).
+func ExampleAnchor() {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	a := keystore.Anchor{Day: 31, TimeOfDay: 9*time.Hour + 30*time.Minute, Location: berlin}
+	at := time.Date(2027, 1, 15, 0, 0, 0, 0, berlin)
+	for range 3 {
+		at = a.Next(at)
+		fmt.Println(at.Format("Mon Jan 2 15:04 MST"))
+	}
+	now := time.Date(2027, 3, 31, 12, 0, 0, 0, berlin).UnixMilli()
+	lastFeb := time.Date(2027, 2, 28, 9, 30, 0, 0, berlin).UnixMilli()
+	due, _ := a.Due(lastFeb, now)
+	fmt.Println("due on Mar 31 at noon after a refill on Feb 28:", due, lastFeb <= now-a.Interval(now))
+	fmt.Println(keystore.Anchor{Day: 32, Location: berlin}.Problem())
+	// Output:
+	// Sun Jan 31 09:30 CET
+	// Sun Feb 28 09:30 CET
+	// Wed Mar 31 09:30 CEST
+	// due on Mar 31 at noon after a refill on Feb 28: true true
+	// refill day 32 is not a day of the month (1 to 31; a month shorter than the day refills on its last day)
 }
