@@ -20,17 +20,17 @@
 # killed (it rejoins by IST); scripts/galera/stop.sh stops them all.
 set -euo pipefail
 DIR=${DIR:-$(mktemp -d)}
-BASE=${BASE:-23300} # node i: SQL BASE+i, gcomm BASE+1000+10i, IST +1, SST +2
+GALERA_BASE=${GALERA_BASE:-23300} # node i: SQL GALERA_BASE+i, gcomm GALERA_BASE+1000+10i, IST +1, SST +2
 PROVIDER=${PROVIDER:-/usr/lib/galera/libgalera_smm.so}
 USER_OPT=""
 if [ "$(id -u)" = 0 ]; then USER_OPT="--user=mysql"; fi
 
-gcomm() { echo $((BASE + 1000 + 10 * $1)); }
+gcomm() { echo $((GALERA_BASE + 1000 + 10 * $1)); }
 addr="gcomm://127.0.0.1:$(gcomm 1),127.0.0.1:$(gcomm 2),127.0.0.1:$(gcomm 3)"
 
 # status N NAME: one wsrep status value of node N, or nothing.
 status() {
-  mariadb --no-defaults -uroot -h127.0.0.1 -P$((BASE + $1)) -N -B \
+  mariadb --no-defaults -uroot -h127.0.0.1 -P$((GALERA_BASE + $1)) -N -B \
     -e "SHOW STATUS LIKE '$2'" 2>/dev/null | cut -f2
 }
 
@@ -57,7 +57,7 @@ datadir=$d/data
 socket=$d/sock
 pid-file=$d/pid
 log-error=$d/err.log
-port=$((BASE + n))
+port=$((GALERA_BASE + n))
 bind-address=127.0.0.1
 skip-name-resolve
 innodb_buffer_pool_size=64M
@@ -93,7 +93,7 @@ mariadb-install-db --no-defaults $USER_OPT --datadir="$DIR/node1/data" --skip-te
   --auth-root-authentication-method=normal >"$DIR/install.log" 2>&1
 "$DIR/node1/run" --wsrep-new-cluster
 wait_synced 1 || { echo "node 1 did not start: see $DIR/node1/err.log" >&2; exit 1; }
-mariadb --no-defaults -uroot -h127.0.0.1 -P$((BASE + 1)) -e 'CREATE DATABASE IF NOT EXISTS test'
+mariadb --no-defaults -uroot -h127.0.0.1 -P$((GALERA_BASE + 1)) -e 'CREATE DATABASE IF NOT EXISTS test'
 for n in 2 3; do
   ok=""
   for try in 1 2 3; do
@@ -114,5 +114,5 @@ for _ in $(seq 1 100); do
 done
 [ "$(status 1 wsrep_cluster_size)" = 3 ] || { echo "the cluster did not reach 3 nodes" >&2; exit 1; }
 DSNS=""
-for n in 1 2 3; do DSNS="$DSNS${DSNS:+,}root@tcp(127.0.0.1:$((BASE + n)))/test"; done
+for n in 1 2 3; do DSNS="$DSNS${DSNS:+,}root@tcp(127.0.0.1:$((GALERA_BASE + n)))/test"; done
 echo "export SLUICE_GALERA_DSNS='$DSNS' SLUICE_GALERA_DIR='$DIR'"
