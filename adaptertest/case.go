@@ -47,6 +47,7 @@ const (
 	databaseTarget   // the process target has OpenDB
 	storageTarget    // the process target has OpenStorage
 	serializable     // the harness declares Serializable
+	txHandles        // the harness implements TxHandles
 )
 
 // always is what every fixture has: what a case may need without
@@ -97,6 +98,8 @@ func reason(bit, have need) string {
 		return "the target has no OpenStorage"
 	case serializable:
 		return "the harness does not declare Serializable"
+	case txHandles:
+		return "the harness does not implement TxHandles (the ORM's own transactions)"
 	}
 	return "an unknown need"
 }

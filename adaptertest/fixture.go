@@ -61,6 +61,9 @@ func newFixture(t *testing.T, newHarness HarnessMaker, needs need) *Fixture {
 		t.Fatalf("making adapter: %v", err)
 	}
 	f := &Fixture{Ctx: ctx, Harness: h, Schema: s, Adapter: a, has: hasOf(a, h.Capabilities()), needs: needs, tb: t}
+	if _, ok := h.(TxHandles); ok {
+		f.has |= txHandles
+	}
 	skipLacking(t, needs, f.has)
 	if needs&viaFallback != 0 {
 		f.opts = []core.Option{core.WithFallback()}

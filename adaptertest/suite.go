@@ -3,6 +3,7 @@ package adaptertest
 import (
 	"testing"
 
+	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -161,6 +162,10 @@ func rateLimitCases() []dbCase {
 		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
 		{"EdgesAgainstBigModel", ruleEdges, 0, checked(rlEdges)},
 		{"LeasesOverSeveralPools", ruleLeasePools, severalPools, checked(rlLeasePools)},
+		{"InTx/CommitKeepsRollbackRefunds", ruleInTxKeeps, txHandles, rlInTxKeeps((*ratelimit.Limiter).In)},
+		{"InTx/ClosedOrForeignRefused", ruleInTxRefused, txHandles, rlInTxRefused},
+		{"InTx/Race/pools=1", ruleInTxRace, txHandles, rlInTxRace(1, (*ratelimit.Limiter).In)},
+		{"InTx/Race/pools=4", ruleInTxRace, txHandles | severalPools, rlInTxRace(txPools, (*ratelimit.Limiter).In)},
 	}
 }
 
@@ -194,5 +199,9 @@ func apiKeyCases() []dbCase {
 		{"Rerolled", ruleRerolled, tx, keyRace(apiKeyRerolled, 1)},
 		{"RerolledSeveralPools", ruleRerolled, tx | pools, keyRace(apiKeyRerolled, 1)},
 		{"StoredTextRoundTrips", ruleStoredText, 0, checked(apiKeyStoredText)},
+		{"InTx/CommitKeepsRollbackRefunds", ruleInTxKeeps, txHandles, keyInTxKeeps((*apikey.Manager).In)},
+		{"InTx/ClosedRefused", ruleInTxRefused, txHandles, keyInTxRefused},
+		{"InTx/Race/pools=1", ruleInTxRace, txHandles, keyInTxRace(1, (*apikey.Manager).In)},
+		{"InTx/Race/pools=4", ruleInTxRace, txHandles | severalPools, keyInTxRace(txPools, (*apikey.Manager).In)},
 	}
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/sluice-go/sluice/core/driver"
@@ -69,4 +70,34 @@ func (db *DB) Root() *DB {
 		return db
 	}
 	return db.root
+}
+
+// FindOneForUpdate is [DB.FindOne] that, on a DB bound to a transaction,
+// locks the row it returns until the transaction ends and reads its
+// latest committed version (see [driver.LockingFinder]): what a read must
+// be inside a caller's REPEATABLE READ transaction on MySQL when a
+// guarded write is decided on it. Elsewhere, and on an adapter without
+// driver.LockingFinder, it is FindOne.
+func (db *DB) FindOneForUpdate(ctx context.Context, model string, where ...Where) (Row, bool, error) {
+	lf, ok := db.adapterLocking()
+	if !ok {
+		return db.FindOne(ctx, model, where...)
+	}
+	const op = "FindOneForUpdate"
+	t, w, err := db.prepare(op, model, where)
+	if err != nil {
+		return nil, false, err
+	}
+	rec, err := lf.FindOneForUpdate(ctx, t, w)
+	return db.result(op, t, rec, err)
+}
+
+// adapterLocking is db's adapter as a driver.LockingFinder, when db is
+// bound to a transaction and the adapter is one.
+func (db *DB) adapterLocking() (driver.LockingFinder, bool) {
+	if db == nil || !db.inTx {
+		return nil, false
+	}
+	lf, ok := db.adapter.(driver.LockingFinder)
+	return lf, ok
 }

@@ -58,6 +58,7 @@ func New(db bun.IDB) (*sluicesql.Adapter, error) {
 		Name:        "sluicebun",
 		Unwrap:      db,
 		TxUnwrap:    txUnwrap,
+		BindTx:      bindTx(db),
 	})
 	if err != nil {
 		return nil, err

@@ -78,11 +78,13 @@ func open(exec sluicesql.Executor, dialectName string, unwrap any) (*Adapter, er
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
+	drv, _ := unwrap.(dialect.Driver)
 	a, err := sluicesql.New(ctx, exec, sluicesql.Options{
 		Dialect:  d,
 		Name:     "sluiceent",
 		Unwrap:   unwrap,
 		TxUnwrap: txUnwrap,
+		BindTx:   bindTx(drv),
 	})
 	if err != nil {
 		return nil, err

@@ -56,6 +56,7 @@ func New(db *gorm.DB) (*Adapter, error) {
 		// and never commits or rolls it back.
 		x = base
 	}
+	root, _ := db.DB() // the pool, whose transactions BindTx takes; nil on a transaction
 	ctx, cancel := context.WithTimeout(context.Background(), openTimeout)
 	defer cancel()
 	return sluicesql.New(ctx, x, sluicesql.Options{
@@ -65,6 +66,7 @@ func New(db *gorm.DB) (*Adapter, error) {
 		Name:        "sluicegorm",
 		Unwrap:      db,
 		TxUnwrap:    unwrapTx,
+		BindTx:      bindTx(root, base.dollar),
 	})
 }
 

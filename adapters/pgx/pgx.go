@@ -65,7 +65,29 @@ func New(ctx context.Context, db DB) (*sluicesql.Adapter, error) {
 		Name:     "sluicepgx",
 		Unwrap:   db,
 		TxUnwrap: unwrap,
+		BindTx:   bindTx,
 	})
+}
+
+// bindTx is the adapter's Options.BindTx: a pgx.Tx the caller began, on
+// which the engine runs and which it never ends (core.DB.WithTx, and the
+// limiter's and the API-key manager's In). pgx does not say which pool
+// began a transaction: one of another database is not detected here.
+func bindTx(h any) (sluicesql.Executor, error) {
+	t, ok := h.(pgx.Tx)
+	if !ok {
+		return nil, sluicesql.NotATx("sluicepgx", h, "a pgx.Tx")
+	}
+	return executor{t}, nil
+}
+
+// ended marks pgx's error for a statement on a transaction that has ended
+// as database/sql's, which the engine refuses as bad input.
+func ended(err error) error {
+	if errors.Is(err, pgx.ErrTxClosed) {
+		return fmt.Errorf("%w: %w", sql.ErrTxDone, err)
+	}
+	return err
 }
 
 var errNilDB = fmt.Errorf("sluicepgx: New: nil DB: %w", core.ErrInvalid)
@@ -113,7 +135,7 @@ type executor struct{ db DB }
 func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Result, error) {
 	tag, err := e.db.Exec(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, ended(err)
 	}
 	return result(tag.RowsAffected()), nil
 }
@@ -121,7 +143,7 @@ func (e executor) Exec(ctx context.Context, query string, args ...any) (sql.Resu
 func (e executor) Query(ctx context.Context, query string, args ...any) (sluicesql.Rows, error) {
 	r, err := e.db.Query(ctx, query, args...)
 	if err != nil {
-		return nil, err
+		return nil, ended(err)
 	}
 	return newRows(r), nil
 }

@@ -31,6 +31,7 @@ const (
 	unavailable       // the database cannot be reached or is not serving: core.ErrUnavailable
 	authRefused       // the database refused the credentials: core.ErrAuth
 	foreign           // the database is of another family: core.ErrWrongDatabase
+	endedTx           // the caller's transaction has ended or was aborted: core.ErrInvalid
 )
 
 // mysqlErrorText matches go-sql-driver/mysql's "Error 1062 (23000): …" and
@@ -68,6 +69,9 @@ func (e *engine) code(err error) (string, Dialect, bool) {
 func (e *engine) classify(err error) class {
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return other
+	}
+	if e.endedTx(err) {
+		return endedTx
 	}
 	msg := err.Error()
 	c, fam, ok := e.code(err)
@@ -134,6 +138,8 @@ func (e *engine) mapErr(err error) error {
 		return err
 	case invalidIn:
 		return fmt.Errorf("%w: the database refused a value: %w", core.ErrInvalid, err)
+	case endedTx:
+		return fmt.Errorf("%w: the transaction has ended (committed or rolled back) or was aborted by an earlier error; nothing was written: %w", core.ErrInvalid, err)
 	default:
 		return fmt.Errorf("%w: %w", classSentinels[cl], err)
 	}

@@ -43,4 +43,12 @@ type Options struct {
 	// when TxUnwrap is nil).
 	Unwrap   any
 	TxUnwrap func(Executor) any
+	// BindTx turns a transaction handle of the executor's ORM, begun by
+	// the caller (a *sql.Tx, a *gorm.DB in a transaction, a bun.Tx, ...),
+	// into the [Executor] of that transaction, which must not be a
+	// [Beginner]; [Adapter.BindTx] calls it. It refuses a handle of
+	// another type (see [NotATx]), and one it can tell is of another
+	// database, with an error wrapping core.ErrInvalid. Nil: the adapter
+	// cannot bind a caller's transaction (core.ErrUnsupported).
+	BindTx func(tx any) (Executor, error)
 }

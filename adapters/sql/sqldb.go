@@ -37,10 +37,10 @@ func NewDB(ctx context.Context, db *sql.DB, d Dialect) (*Adapter, error) {
 		return nil, fmt.Errorf("%w: sluicesql: nil *sql.DB", core.ErrInvalid)
 	}
 	if !d.valid() || !d.traits().oneWriter {
-		return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+		return New(ctx, FromDB(db), Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL, BindTx: bindSQLTx(db)})
 	}
 	x := &sqliteDB{sqlExec: sqlExec{db}, b: db}
-	a, err := New(ctx, x, Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL})
+	a, err := New(ctx, x, Options{Dialect: d, Unwrap: db, TxUnwrap: unwrapSQL, BindTx: bindSQLTx(db)})
 	if err == nil && a.e.busyWait > 0 {
 		x.setBusyTimeout(a.e.busyWait)
 	}

@@ -27,6 +27,7 @@ type dbStore struct {
 	keys        *keyCache    // nil when off
 	cache       *sharedCache // nil without WithCache
 	schema      *schemaCheck // shared with the views of In
+	tx          bool         // a view bound to a caller's transaction (In): reads lock the key's row
 }
 
 // schemaCheck runs the start-up check of the apikey table once it has
@@ -123,7 +124,11 @@ func (d *dbStore) create(ctx context.Context, s *keystore.Key) error {
 
 // find reads the key that where matches; nil for none.
 func (d *dbStore) find(ctx context.Context, where ...core.Where) (*keystore.Key, error) {
-	row, ok, err := d.db.FindOne(ctx, core.ModelAPIKey, where...)
+	findOne := d.db.FindOne
+	if d.tx {
+		findOne = d.db.FindOneForUpdate // see ratelimit's readRow
+	}
+	row, ok, err := findOne(ctx, core.ModelAPIKey, where...)
 	if err != nil || !ok {
 		return nil, err
 	}

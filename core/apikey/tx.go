@@ -55,7 +55,7 @@ func (m *Manager) In(tx any) *Manager {
 		v.txErr = fmt.Errorf("apikey: In: %w", err)
 		return v
 	}
-	vd := &dbStore{db: db, now: v.now, maxAttempts: d.maxAttempts, dropExpired: d.dropExpired, schema: d.schema}
+	vd := &dbStore{db: db, now: v.now, maxAttempts: d.maxAttempts, dropExpired: d.dropExpired, schema: d.schema, tx: true}
 	if d.cache != nil {
 		vd.cache = &sharedCache{tx: true}
 	}

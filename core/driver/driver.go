@@ -178,3 +178,18 @@ type TableCreator interface {
 type TxBinder interface {
 	BindTx(tx any) (Adapter, error)
 }
+
+// LockingFinder is implemented by adapters that can read a row and lock
+// it in one statement (SELECT … FOR UPDATE). core.DB.FindOneForUpdate
+// calls it on a DB bound to a transaction.
+//
+// FindOneForUpdate returns the first matching row in primary-key order,
+// or nil, as FindOne does. Inside a transaction it locks the row until
+// the transaction ends and reads its latest committed version, waiting
+// for a concurrent writer to end, where a plain read may answer from the
+// transaction's snapshot (MySQL's REPEATABLE READ). Outside one, and on a
+// database whose transactions already hold the whole database (SQLite),
+// it is FindOne.
+type LockingFinder interface {
+	FindOneForUpdate(ctx context.Context, t *Table, where []Where) (Record, error)
+}

@@ -73,8 +73,16 @@ func (s *dbStorage) check(Mode) error {
 // callers wait for one check rather than each run their own.
 func (s *dbStorage) ready(ctx context.Context) error {
 	if s.base != nil {
-		return s.base.ready(ctx)
+		// A view checks in the caller's transaction: on the pool, the
+		// check could wait for a connection that the caller's
+		// transactions all hold.
+		return s.base.readyOn(ctx, s.db)
 	}
+	return s.readyOn(ctx, s.db)
+}
+
+// readyOn is ready, checking through db.
+func (s *dbStorage) readyOn(ctx context.Context, db *core.DB) error {
 	if s.checked.Load() {
 		return nil
 	}
@@ -87,7 +95,7 @@ func (s *dbStorage) ready(ctx context.Context) error {
 	if s.checked.Load() {
 		return nil
 	}
-	if err := s.db.CheckSchema(ctx, model); err != nil {
+	if err := db.CheckSchema(ctx, model); err != nil {
 		return err
 	}
 	s.checked.Store(true)

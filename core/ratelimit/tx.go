@@ -92,19 +92,15 @@ func txStorage(db *core.DB, base *dbStorage) *dbStorage {
 }
 
 // readRow reads key's row for the counter-row protocol. Inside a caller's
-// transaction it is a locking read (an increment by 0, which on MySQL
-// selects the row FOR UPDATE): under REPEATABLE READ a plain read there
-// would answer from the transaction's snapshot, older than the rows the
-// guarded writes see, and a claim would lose its races to a state it
-// cannot read.
+// transaction it is a locking read (core.DB.FindOneForUpdate): under
+// REPEATABLE READ on MySQL a plain read there would answer from the
+// transaction's snapshot, older than the rows the guarded writes see, and
+// a claim would lose its races to a state it cannot read.
 func (s *dbStorage) readRow(ctx context.Context, key string) (core.Row, bool, error) {
-	if !s.tx {
-		return s.db.FindOne(ctx, model, core.Eq("key", key))
+	if s.tx {
+		return s.db.FindOneForUpdate(ctx, model, core.Eq("key", key))
 	}
-	sc := requests.Get().(*request)
-	defer sc.release()
-	sc.inc["count"] = 0
-	return s.db.IncrementOne(ctx, core.IncrementRequest{Model: model, Where: append(sc.where[:0], core.Eq("key", key)), Increment: sc.inc})
+	return s.db.FindOne(ctx, model, core.Eq("key", key))
 }
 
 var (

@@ -165,3 +165,17 @@ func TestConformance(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { adaptertest.Run(t, maker(tc.tg)) })
 	}
 }
+
+// BeginTx begins a bun transaction on the *bun.DB behind db: the bun.Tx a
+// caller's handler holds (adaptertest.TxHandles).
+func (h *harness) BeginTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	b, ok := db.Adapter().(driver.Unwrapper).Unwrap().(*bun.DB)
+	if !ok {
+		return adaptertest.TxHandle{}, fmt.Errorf("the adapter runs on %T, not a *bun.DB", db.Adapter().(driver.Unwrapper).Unwrap())
+	}
+	tx, err := b.BeginTx(ctx, nil)
+	if err != nil {
+		return adaptertest.TxHandle{}, err
+	}
+	return adaptertest.TxHandle{Handle: tx, Commit: tx.Commit, Rollback: tx.Rollback}, nil
+}

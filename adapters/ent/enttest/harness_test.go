@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -245,3 +246,36 @@ var errTest = errors.New("test rollback")
 // randTag distinguishes this process's tables from those of other test
 // processes sharing the database server.
 func randTag() int64 { return (time.Now().UnixNano()/1000 + int64(os.Getpid())*7919) % 1_000_000 }
+
+// BeginTx begins an ent transaction on the driver behind db, alternately
+// handed out as the dialect.Tx that drv.Tx returns and as a generated
+// *ent.Tx would hold it (entTx): the handles a caller's handler holds
+// (adaptertest.TxHandles).
+func (h *harness) BeginTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	drv, ok := db.Adapter().(driver.Unwrapper).Unwrap().(dialect.Driver)
+	if !ok {
+		return adaptertest.TxHandle{}, errors.New("the adapter does not run on an ent driver")
+	}
+	tx, err := drv.Tx(ctx)
+	if err != nil {
+		return adaptertest.TxHandle{}, err
+	}
+	var handle any = tx
+	if txSeq.Add(1)%2 == 0 {
+		handle = &entTx{config: config{driver: &txDriver{drv: drv, tx: tx}}}
+	}
+	return adaptertest.TxHandle{Handle: handle, Commit: tx.Commit, Rollback: tx.Rollback}, nil
+}
+
+var txSeq atomic.Int64
+
+// entTx and config are laid out as ent's templates generate ent.Tx and
+// its config: the driver the Tx's builders run on is config.driver.
+type entTx struct {
+	config
+	// the generated clients of each schema would follow
+}
+
+type config struct {
+	driver dialect.Driver
+}

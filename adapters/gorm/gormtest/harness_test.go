@@ -205,3 +205,17 @@ func TestConformance(t *testing.T) {
 		t.Run(b.name, func(t *testing.T) { adaptertest.Run(t, b.maker()) })
 	}
 }
+
+// BeginTx begins a gorm transaction on the *gorm.DB behind db: the tx a
+// caller's handler holds (adaptertest.TxHandles).
+func (h *harness) BeginTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	g, ok := db.Adapter().(driver.Unwrapper).Unwrap().(*gorm.DB)
+	if !ok {
+		return adaptertest.TxHandle{}, errors.New("the adapter does not run on a *gorm.DB")
+	}
+	tx := g.WithContext(ctx).Begin()
+	if tx.Error != nil {
+		return adaptertest.TxHandle{}, tx.Error
+	}
+	return adaptertest.TxHandle{Handle: tx, Commit: func() error { return tx.Commit().Error }, Rollback: func() error { return tx.Rollback().Error }}, nil
+}

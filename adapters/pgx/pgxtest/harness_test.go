@@ -163,3 +163,18 @@ var errTest = errors.New("test rollback")
 // randTag distinguishes this process's tables from those of other test
 // processes sharing the database server.
 func randTag() int64 { return (time.Now().UnixNano()/1000 + int64(os.Getpid())*7919) % 1_000_000 }
+
+// BeginTx begins a pgx transaction on the pool behind db: the pgx.Tx a
+// caller's handler holds (adaptertest.TxHandles).
+func (h *harness) BeginTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	p, ok := db.Adapter().(driver.Unwrapper).Unwrap().(*pgxpool.Pool)
+	if !ok {
+		return adaptertest.TxHandle{}, errors.New("the adapter does not run on a *pgxpool.Pool")
+	}
+	tx, err := p.Begin(ctx)
+	if err != nil {
+		return adaptertest.TxHandle{}, err
+	}
+	end := context.WithoutCancel(ctx)
+	return adaptertest.TxHandle{Handle: tx, Commit: func() error { return tx.Commit(end) }, Rollback: func() error { return tx.Rollback(end) }}, nil
+}

@@ -224,3 +224,22 @@ func forEach(t *testing.T, fn func(t *testing.T, e *env)) {
 		t.Run(b.name, func(t *testing.T) { fn(t, newEnv(t, b)) })
 	}
 }
+
+// BeginTx begins a database/sql transaction on db's pool: the *sql.Tx a
+// caller of sluice holds (adaptertest.TxHandles).
+func (h *harness) BeginTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	return beginSQLTx(ctx, db)
+}
+
+// beginSQLTx begins a *sql.Tx on the *sql.DB behind db.
+func beginSQLTx(ctx context.Context, db *core.DB) (adaptertest.TxHandle, error) {
+	pool, ok := db.Adapter().(driver.Unwrapper).Unwrap().(*sql.DB)
+	if !ok {
+		return adaptertest.TxHandle{}, fmt.Errorf("the adapter runs on %T, not a *sql.DB", db.Adapter().(driver.Unwrapper).Unwrap())
+	}
+	tx, err := pool.BeginTx(ctx, nil)
+	if err != nil {
+		return adaptertest.TxHandle{}, err
+	}
+	return adaptertest.TxHandle{Handle: tx, Commit: tx.Commit, Rollback: tx.Rollback}, nil
+}
