@@ -43,7 +43,9 @@ import (
 // What is refused, with an error wrapping core.ErrInvalid from every call
 // of the view and nothing charged: a limiter without [Database] storage; a
 // limiter [WithWriteCombining] (a combined write charges several callers'
-// requests at once, and one caller's rollback would refund the others');
+// requests at once, and one caller's rollback would refund the others'); a
+// limiter with leases (units claimed ahead and held in memory, which a
+// rollback could not return);
 // [Limiter.Reset] and [Limiter.ResetRule] (the denial caches of every
 // limiter could not follow a rollback), and [Limiter.StartPruning]; a nil
 // tx, a handle the limiter's adapter does not take, a *core.DB bound from
@@ -61,13 +63,16 @@ func (l *Limiter) In(tx any) *Limiter {
 		return &Limiter{txErr: err}
 	}
 	v := &Limiter{parent: l, store: l.store, clock: l.clock, mode: l.mode, failOpen: l.failOpen,
-		attempts: l.attempts, longest: l.longest, observe: l.observe, start: l.start, newTicker: l.newTicker}
+		attempts: l.attempts, longest: l.longest, observe: l.observe, start: l.start, startMs: l.startMs, startNs: l.startNs,
+		newTicker: l.newTicker}
 	ds, ok := l.store.(*dbStorage)
 	switch {
 	case !ok:
 		v.txErr = invalidf("In: charging in a transaction needs Database storage, not %s", storageName(l.store))
 	case l.comb != nil:
 		v.txErr = invalidf("In: WithWriteCombining cannot charge in a caller's transaction: a combined write charges several callers' requests at once, and one rollback would refund them all; charge with a limiter without it")
+	case l.leases != nil:
+		v.txErr = invalidf("In: leases cannot charge in a caller's transaction: a lease claims units for many requests ahead, held in memory, which a rollback could not return; charge with a limiter without them")
 	}
 	if v.txErr != nil {
 		return v
@@ -86,6 +91,9 @@ func (l *Limiter) In(tx any) *Limiter {
 // which only picks the guarded write to try first, its own and small),
 // locking reads, and base's schema check.
 func txStorage(db *core.DB, base *dbStorage) *dbStorage {
+	if base.base != nil {
+		base = base.base // a view's storage: the limiter's own holds the check (a view's has no gate)
+	}
 	st := &dbStorage{db: db, tx: true, base: base, keySize: base.keySize}
 	st.tats.once.Do(func() { st.tats.m = newBoundedMap(1, func(tat int64) int64 { return tat + tatMemoGrace }) })
 	return st

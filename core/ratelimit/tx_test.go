@@ -153,6 +153,10 @@ func TestInRefuses(t *testing.T) {
 		lc := newLimiter(t, ratelimit.Database(db), ratelimit.WithWriteCombining())
 		inTx(t, db, true, func(_ context.Context, tx *core.DB) { refused(t, lc.In(tx), "WithWriteCombining") })
 	})
+	t.Run("leases", func(t *testing.T) {
+		ll := newLimiter(t, ratelimit.Database(db), ratelimit.WithLeases(2))
+		inTx(t, db, true, func(_ context.Context, tx *core.DB) { refused(t, ll.In(tx), "leases") })
+	})
 	t.Run("memory storage", func(t *testing.T) {
 		lm := newLimiter(t, ratelimit.Memory(10))
 		inTx(t, db, true, func(_ context.Context, tx *core.DB) { refused(t, lm.In(tx), "needs Database storage") })
@@ -173,5 +177,27 @@ func TestInRefuses(t *testing.T) {
 	}
 	if n, err := other.Count(ctx, core.ModelRateLimit); err != nil || n != 0 {
 		t.Errorf("%d rows in the other DB, want none", n)
+	}
+}
+
+// TestInPolicy: a policy charged through In commits and rolls back with
+// the caller's transaction, every rule of it.
+func TestInPolicy(t *testing.T) {
+	for name, db := range txDBs(t) {
+		t.Run(name, func(t *testing.T) {
+			l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(newClock().Now))
+			p := ratelimit.Policy{{Name: "burst", Window: time.Second, Max: 2}, {Name: "daily", Window: time.Hour, Max: 3}}
+			for _, commit := range []bool{true, false} {
+				inTx(t, db, commit, func(ctx context.Context, tx *core.DB) {
+					if d, err := l.In(tx).ConsumePolicy(ctx, "p", p, 1); err != nil || !d.Allowed {
+						t.Errorf("in the transaction (commit %v): %+v, %v", commit, d, err)
+					}
+				})
+			}
+			d, err := l.ConsumePolicy(context.Background(), "p", p, 1)
+			if err != nil || !d.Allowed || d.Remaining != 0 {
+				t.Errorf("outside: %+v, %v; want admitted with the burst rule's 0 remaining (1 committed + this one)", d, err)
+			}
+		})
 	}
 }
