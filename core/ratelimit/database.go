@@ -302,7 +302,7 @@ func (s *dbStorage) claim(ctx context.Context, r *rowClaim, k, bound int64) (boo
 		}
 		wrote, ok, err := s.increment(ctx, r, k, bound)
 		switch {
-		case lostRace(err):
+		case s.lost(err):
 			r.misses++
 			continue
 		case err != nil:
@@ -394,7 +394,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 	}
 	if !found {
 		if _, err := s.db.Create(ctx, model, map[string]any{"key": r.key, "count": k, "lastRequest": r.open}); err != nil {
-			if createLost(err) {
+			if s.createLost(err) {
 				return false, true, nil
 			}
 			return false, false, err
@@ -415,7 +415,7 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 		Set:   map[string]any{"count": k, "lastRequest": r.open},
 	})
 	switch {
-	case lostRace(err):
+	case s.lost(err):
 		return false, true, nil
 	case err != nil:
 		return false, false, err
@@ -432,7 +432,19 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 // written by a transaction its snapshot does not see fails so on every
 // retry while others update that row: reading the row again, as after a
 // conflict, finds it.
-func createLost(err error) bool { return errors.Is(err, core.ErrConflict) || lostRace(err) }
+func (s *dbStorage) createLost(err error) bool {
+	return errors.Is(err, core.ErrConflict) || s.lost(err)
+}
+
+// lost reports a write that lost a race worth another attempt: a lost
+// race (core.ErrContention) outside a transaction. Inside one (a policy's,
+// or a caller's under Limiter.In) the database's abort for concurrent
+// writers (a deadlock victim, a serialization failure) ended the whole
+// transaction (MySQL and MariaDB roll it back and go on in autocommit,
+// PostgreSQL refuses every statement after it), so a next attempt there
+// would write outside it: the error goes to whoever owns the
+// transaction, who repeats it whole.
+func (s *dbStorage) lost(err error) bool { return !s.tx && lostRace(err) }
 
 // learn takes a live state of the row, whose lastRequest is the window's
 // start (under BetterAuthWindow, its latest admission).

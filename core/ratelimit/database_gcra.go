@@ -49,7 +49,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		}
 		tat, ok, err := s.gcraWrite(ctx, key, busy, now, burst, inc)
 		switch {
-		case lostRace(err):
+		case s.lost(err):
 			continue
 		case err != nil:
 			return state{}, err
@@ -59,7 +59,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		if known && !busy {
 			tat, ok, err := s.gcraWrite(ctx, key, true, now, burst, inc)
 			switch {
-			case lostRace(err):
+			case s.lost(err):
 				continue
 			case err != nil:
 				return state{}, err
@@ -75,7 +75,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		}
 		if !found {
 			if _, err := s.db.Create(ctx, model, map[string]any{"key": key, "count": int64(0), "lastRequest": now + inc}); err != nil {
-				if createLost(err) {
+				if s.createLost(err) {
 					known, busy = true, true // a concurrent opener's tat is likely ahead of now
 					continue
 				}
@@ -91,7 +91,7 @@ func (s *dbStorage) consumeGCRA(ctx context.Context, key string, rule Rule, cost
 		known, busy = true, stored > now
 		tat, ok, err = s.gcraWrite(ctx, key, busy, now, burst, inc)
 		switch {
-		case lostRace(err):
+		case s.lost(err):
 		case err != nil:
 			return state{}, err
 		case ok:

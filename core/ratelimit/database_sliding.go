@@ -102,7 +102,7 @@ func (s *dbStorage) consumeSliding(ctx context.Context, key string, rule Rule, c
 		}
 		if !exists {
 			if _, err := s.db.Create(ctx, model, map[string]any{"key": kcur, "count": cost, "lastRequest": v.start}); err != nil {
-				if createLost(err) {
+				if s.createLost(err) {
 					continue // a concurrent opener won: decide on its row
 				}
 				return state{}, err
@@ -118,7 +118,7 @@ func (s *dbStorage) consumeSliding(ctx context.Context, key string, rule Rule, c
 		})
 		sc.release()
 		switch {
-		case lostRace(err):
+		case s.lost(err):
 		case err != nil:
 			return state{}, err
 		case ok:

@@ -105,8 +105,8 @@ func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int
 			return nil
 		case errors.Is(err, core.ErrUnsupported):
 			return fmt.Errorf("%w: a policy on Database storage decides in a transaction: %w", core.ErrInvalid, err)
-		case !lostRace(err):
-			return err
+		case !s.lost(err):
+			return err // a caller's transaction (Limiter.In) is theirs to repeat
 		}
 		if err := ctx.Err(); err != nil {
 			return err
