@@ -102,6 +102,25 @@ func (b *builder) where(ws []driver.Where) {
 	}
 }
 
+// whereInTx is where for a write inside one of the engine's transactions:
+// on a Galera node (b.causal) it also requires the transaction to be open
+// (@@in_transaction = 1), so that a write the node would run on its own,
+// after aborting the transaction for another node's write set, matches
+// nothing instead of applying outside it; the check before COMMIT
+// (stillInTransaction) then reports the conflict.
+func (b *builder) whereInTx(ws []driver.Where) {
+	b.where(ws)
+	if !b.causal {
+		return
+	}
+	if len(ws) == 0 {
+		b.write(" WHERE ")
+	} else {
+		b.write(" AND ")
+	}
+	b.write("@@in_transaction = 1")
+}
+
 // conds writes the clauses joined by AND, without the WHERE keyword.
 func (b *builder) conds(ws []driver.Where) {
 	for i, w := range ws {

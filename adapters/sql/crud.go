@@ -178,7 +178,7 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *driver.Table, where []drive
 	b.write("UPDATE ")
 	b.ident(t.Name)
 	b.assignments(nil, set)
-	b.where(where)
+	b.whereInTx(where) // on MySQL it runs in a transaction, below
 	update, uargs := b.sb.String(), b.args
 	if !a.e.features.Dialect.traits().countsChanged {
 		var n int64

@@ -136,7 +136,7 @@ func (a *Adapter) incrementLocked(ctx context.Context, t *driver.Table, where []
 			b.write("UPDATE ")
 			b.ident(t.Name)
 			b.assignments(inc, set)
-			b.where(byPK)
+			b.whereInTx(byPK)
 		})
 		q, args, err = tx.inlined(q, args)
 		if err != nil {
