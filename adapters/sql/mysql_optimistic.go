@@ -17,8 +17,9 @@ type steer struct {
 	// test injects a concurrent change there.
 	afterRead func(ctx context.Context)
 	// noGuards drops the columns from the guard, which then holds the
-	// primary key and where alone: the read-then-write increment that the
-	// race test must catch.
+	// primary key and where alone, and the answer of LAST_INSERT_ID, so
+	// that the row returned is the row read with the write applied in Go:
+	// the read-then-write increment that the race test must catch.
 	noGuards bool
 }
 
@@ -70,8 +71,15 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, wher
 	if err != nil {
 		return nil, false, nil // the locking path reports it
 	}
+	// answered: the delta whose value after the write the OK packet
+	// reports (LAST_INSERT_ID), so that neither it nor the columns set
+	// need a guard; -1 when the executor reports no insert id.
+	answered := -1
+	if a.e.mysql.Load()&mysqlLastID != 0 && !a.e.steer.noGuards {
+		answered = answeredDelta(row, inc)
+	}
 	var gbuf [16]guard
-	guards, ok := guardsOf(t, row, pk, gbuf[:0])
+	guards, ok := guardsOf(t, row, pk, unguarded(inc, set, answered), gbuf[:0])
 	if !ok {
 		return nil, false, nil
 	}
@@ -84,19 +92,56 @@ func (a *Adapter) incrementOptimistic(ctx context.Context, t *driver.Table, wher
 	if hook := a.e.steer.afterRead; hook != nil {
 		hook(ctx)
 	}
-	n, err := a.guardedUpdate(ctx, t, id, where, guards, inc, set)
+	n, value, err := a.guardedUpdate(ctx, t, id, where, guards, inc, set, answered)
 	switch {
 	case err != nil:
 		return nil, true, err
 	case n != 1:
 		return nil, false, nil
 	}
+	if answered >= 0 {
+		row[inc[answered].Column] = value
+	}
 	return row, true, nil
 }
 
+// answeredDelta picks the delta whose value the guarded write answers
+// through LAST_INSERT_ID: the first that changes a column read non-NULL
+// (NULL plus a delta stays NULL, which the function cannot tell from 0);
+// -1 when there is none.
+func answeredDelta(row driver.Record, inc []driver.Delta) int {
+	for i, d := range inc {
+		if d.By != 0 && row[d.Column] != nil {
+			return i
+		}
+	}
+	return -1
+}
+
+// unguarded reports the columns the guarded write need not compare with
+// the values read, because the row it returns holds what the write made
+// of them whatever a concurrent writer did before it: the columns set,
+// and the answered delta's. The guard then conflicts only with a change
+// to a column the returned row takes as read (another delta's, or one the
+// write does not touch), or with the caller's where.
+func unguarded(inc []driver.Delta, set []driver.Assignment, answered int) func(col string) bool {
+	return func(col string) bool {
+		if answered >= 0 && inc[answered].Column == col {
+			return true
+		}
+		for _, s := range set {
+			if s.Column == col {
+				return true
+			}
+		}
+		return false
+	}
+}
+
 // guardedUpdate runs the optimistic write of incrementOptimistic and
-// returns the rows it affected.
-func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, where []driver.Where, guards []guard, inc []driver.Delta, set []driver.Assignment) (int64, error) {
+// returns the rows it affected, and, when answered is a delta's index, the
+// value that delta's column holds after the write (LAST_INSERT_ID).
+func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, where []driver.Where, guards []guard, inc []driver.Delta, set []driver.Assignment, answered int) (int64, int64, error) {
 	pk := t.PrimaryKey().Name
 	var sbuf [24]driver.Where
 	shape := append(sbuf[:0], driver.Where{Column: pk, Op: driver.OpEq, Value: id})
@@ -109,10 +154,14 @@ func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, 
 		}
 		shape = append(shape, driver.Where{Column: g.col, Op: op, Value: g.value})
 	}
-	uq, uargs := a.stmt(t, kindUpdateGuarded, shape, inc, set, func(b *builder) {
+	kind := kindUpdateGuarded
+	if answered >= 0 {
+		kind = kindUpdateGuardedLastID + byte(min(answered, 8)) // the answered delta is part of the shape
+	}
+	uq, uargs := a.stmt(t, kind, shape, inc, set, func(b *builder) {
 		b.write("UPDATE ")
 		b.ident(t.Name)
-		b.assignments(inc, set)
+		b.assignmentsLastID(inc, set, answered)
 		b.write(" WHERE ")
 		b.ident(pk)
 		b.write(" = ")
@@ -126,11 +175,57 @@ func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, 
 			b.guard(g)
 		}
 	})
+	if answered >= 0 {
+		value, ok, err := a.execLastID(ctx, uq, uargs)
+		if ok {
+			return 1, value, err
+		}
+		return 0, 0, err
+	}
 	uq, uargs, err := a.inlined(uq, uargs)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
-	return retried(a, ctx, func() (int64, error) { return a.exec(ctx, uq, uargs) })
+	n, err := retried(a, ctx, func() (int64, error) { return a.exec(ctx, uq, uargs) })
+	return n, 0, err
+}
+
+// assignmentsLastID is assignments with the delta at index answered
+// written as c = CAST(LAST_INSERT_ID(c + ?) AS SIGNED), so that the OK
+// packet carries its value after the write (see IncrementValue).
+func (b *builder) assignmentsLastID(inc []driver.Delta, set []driver.Assignment, answered int) {
+	if answered < 0 {
+		b.assignments(inc, set)
+		return
+	}
+	d := inc[answered]
+	b.write(" SET ")
+	b.ident(d.Column)
+	b.write(" = CAST(LAST_INSERT_ID(")
+	b.ident(d.Column)
+	b.write(" + ")
+	b.arg(d.By)
+	b.write(") AS SIGNED)")
+	for i, o := range inc {
+		if i != answered {
+			b.write(", ")
+			b.ident(o.Column)
+			b.write(" = ")
+			b.ident(o.Column)
+			b.write(" + ")
+			b.arg(o.By)
+		}
+	}
+	for _, s := range set {
+		b.write(", ")
+		b.ident(s.Column)
+		if s.Value == nil {
+			b.write(" = NULL")
+			continue
+		}
+		b.write(" = ")
+		b.arg(s.Value)
+	}
 }
 
 // guard writes one column's guard: NULL-safe, and byte-exact for text.
@@ -157,10 +252,11 @@ func (b *builder) guard(g guard) {
 const mysqlGuardTime = "2006-01-02 15:04:05.000000"
 
 // guardsOf appends to buf a guard for each column of row but the primary
-// key. ok is false when a value has no exact comparison here.
-func guardsOf(t *driver.Table, row driver.Record, pk string, buf []guard) ([]guard, bool) {
+// key and those skip reports. ok is false when a value has no exact
+// comparison here.
+func guardsOf(t *driver.Table, row driver.Record, pk string, skip func(col string) bool, buf []guard) ([]guard, bool) {
 	for _, c := range t.Columns {
-		if c.Name == pk {
+		if c.Name == pk || skip(c.Name) {
 			continue
 		}
 		g := guard{col: c.Name}

@@ -21,6 +21,7 @@ const (
 	kindUpdateReturningValue                 // IncrementValue's UPDATE … RETURNING one column
 	kindUpdatePair                           // IncrementPair's packed LAST_INSERT_ID UPDATE on MySQL
 	kindUpdateReturningPair                  // IncrementPair's UPDATE … RETURNING two columns
+	kindUpdateGuardedLastID                  // the optimistic UPDATE answering a delta by LAST_INSERT_ID, on MySQL (+ the delta's index, up to 8)
 )
 
 // maxCachedStatements bounds the statement cache: shapes are few in
