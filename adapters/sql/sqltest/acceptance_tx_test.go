@@ -1,0 +1,103 @@
+package sqltest_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sluicesql "github.com/sluice-go/sluice/adapters/sql"
+	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/ratelimit"
+)
+
+var errQARollback = errors.New("qa: roll back")
+
+// Acceptance probe (qa): a policy charged inside callers' transactions
+// (Limiter.In on the tx of core.DB.InTx) on every database, from two
+// connection pools at once, half the transactions rolling back what they
+// were admitted: only the committed charges count, exactly — Max of the
+// tight rule admitted and committed, none over, none wrongly denied — and
+// the stored rows hold what the committed transactions charged.
+func TestAcceptancePolicyInTransactionsRace(t *testing.T) {
+	const n = 24
+	p := ratelimit.Policy{{Name: "min", Window: time.Minute, Max: 6}, {Name: "hour", Window: time.Hour, Max: 9}}
+	forEach(t, func(t *testing.T, e *env) {
+		now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+		clock := ratelimit.WithClock(func() time.Time { return now })
+		peerSQL := e.b.open(t, e.dsn)
+		t.Cleanup(func() { _ = peerSQL.Close() })
+		pa, err := sluicesql.NewDB(e.ctx, peerSQL, e.b.dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer, err := core.New(pa, core.WithSchema(e.schema))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dbs := []*core.DB{e.db, peer}
+		var limiters []*ratelimit.Limiter
+		for _, db := range dbs {
+			l, err := ratelimit.New(ratelimit.Database(db), clock)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = l.Close() })
+			limiters = append(limiters, l)
+		}
+		var committed, rolledBack, retried atomic.Int64
+		gate := make(chan struct{})
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-gate
+				db, l := dbs[i%2], limiters[i%2]
+				for attempt := 0; ; attempt++ {
+					admitted := false
+					err := db.InTx(context.Background(), func(ctx context.Context, tx *core.DB) error {
+						d, err := l.In(tx).ConsumePolicy(ctx, "qa-tx", p, 1)
+						if err != nil {
+							return err
+						}
+						admitted = d.Allowed
+						if admitted && i%4 < 2 {
+							return errQARollback
+						}
+						return nil
+					})
+					switch {
+					case errors.Is(err, errQARollback):
+						rolledBack.Add(1)
+					case errors.Is(err, core.ErrContention) && attempt < 100:
+						retried.Add(1) // the database aborted the caller's transaction: repeat it
+						continue
+					case err != nil:
+						t.Errorf("request %d: %v", i, err)
+					case admitted:
+						committed.Add(1)
+					}
+					return
+				}
+			}()
+		}
+		close(gate)
+		wg.Wait()
+		// Half the requests commit whatever they are admitted, more than
+		// the tight rule's 6: exactly 6 commit admitted.
+		if got := committed.Load(); got != 6 {
+			t.Errorf("%d committed admissions, want exactly 6 (%d admitted then rolled back, %d aborted and repeated)", got, rolledBack.Load(), retried.Load())
+		}
+		d, err := limiters[0].CheckPolicy(context.Background(), "qa-tx", p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Rules[0].Remaining != 0 || d.Rules[1].Remaining != 3 {
+			t.Errorf("stored after the commits: min remaining %d (want 0), hour remaining %d (want 3)", d.Rules[0].Remaining, d.Rules[1].Remaining)
+		}
+		t.Logf("%d admitted then rolled back, %d aborted and repeated", rolledBack.Load(), retried.Load())
+	})
+}
