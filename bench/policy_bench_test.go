@@ -27,31 +27,8 @@ const policyChunk = 200
 // never reached), over 1000 keys, with 1 and 8 goroutines; "rule-trips"
 // and "policy-trips" count one decision's round trips.
 func BenchmarkPolicyRatio(b *testing.B) {
-	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
-	if dsn == "" {
-		b.Skip("SLUICE_POSTGRES_DSN is not set")
-	}
 	ctx := context.Background()
-	pool, err := sql.Open("pgx", dsn)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pool.Close()
-	pool.SetMaxOpenConns(16)
-	pool.SetMaxIdleConns(16)
-	table := fmt.Sprintf("sluicebench_policy_%d", time.Now().UnixNano())
-	schema, err := core.NewSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: table}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	db, err := sluicesql.Open(pool, sluicesql.Postgres, core.WithSchema(schema))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := db.CreateTables(ctx); err != nil {
-		b.Fatal(err)
-	}
-	defer pool.ExecContext(ctx, `DROP TABLE "`+table+`"`)
+	db := benchPostgres(b, "sluicebench_policy")
 	l, err := ratelimit.New(ratelimit.Database(db))
 	if err != nil {
 		b.Fatal(err)
@@ -69,24 +46,7 @@ func BenchmarkPolicyRatio(b *testing.B) {
 	sides := []func(context.Context, string) (bool, error){one, two}
 	for _, g := range []int{1, 8} {
 		b.Run(fmt.Sprintf("goroutines=%d", g), func(b *testing.B) {
-			// Warm every key on both sides: steady state, rows in place.
-			for _, side := range sides {
-				policyTurn(b, side, g, 1000)
-			}
-			var wall [2]time.Duration
-			b.ResetTimer()
-			for round, done := 0, 0; done < b.N; round++ {
-				n := min(policyChunk, b.N-done)
-				for k := range sides {
-					i := k
-					if round%2 == 1 { // alternate the order
-						i = 1 - k
-					}
-					wall[i] += policyTurn(b, sides[i], g, n)
-				}
-				done += n
-			}
-			b.StopTimer()
+			wall := interleaved(b, sides, g)
 			b.ReportMetric(float64(wall[0].Nanoseconds())/float64(b.N), "rule-ns/op")
 			b.ReportMetric(float64(wall[1].Nanoseconds())/float64(b.N), "policy-ns/op")
 			b.ReportMetric(float64(wall[1])/float64(wall[0]), "x-policy")
@@ -122,4 +82,61 @@ func policyTurn(b *testing.B, decide func(context.Context, string) (bool, error)
 	}
 	wg.Wait()
 	return time.Since(start)
+}
+
+// benchPostgres opens a pool on SLUICE_POSTGRES_DSN (skipping b without
+// it) and a core.DB on a rate-limit table of its own named after prefix,
+// dropped and closed when b ends.
+func benchPostgres(b *testing.B, prefix string) *core.DB {
+	dsn := os.Getenv("SLUICE_POSTGRES_DSN")
+	if dsn == "" {
+		b.Skip("SLUICE_POSTGRES_DSN is not set")
+	}
+	ctx := context.Background()
+	pool, err := sql.Open("pgx", dsn)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = pool.Close() })
+	pool.SetMaxOpenConns(16)
+	pool.SetMaxIdleConns(16)
+	table := fmt.Sprintf("%s_%d", prefix, time.Now().UnixNano())
+	schema, err := core.NewSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: table}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	db, err := sluicesql.Open(pool, sluicesql.Postgres, core.WithSchema(schema))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := db.CreateTables(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _, _ = pool.ExecContext(ctx, `DROP TABLE "`+table+`"`) })
+	return db
+}
+
+// interleaved warms every key on both sides (steady state, rows in
+// place), then runs b.N decisions of each side over g goroutines in
+// turns of policyChunk, alternating which goes first, and returns each
+// side's wall time.
+func interleaved(b *testing.B, sides []func(context.Context, string) (bool, error), g int) [2]time.Duration {
+	for _, side := range sides {
+		policyTurn(b, side, g, 1000)
+	}
+	var wall [2]time.Duration
+	b.ResetTimer()
+	for round, done := 0, 0; done < b.N; round++ {
+		n := min(policyChunk, b.N-done)
+		for k := range sides {
+			i := k
+			if round%2 == 1 { // alternate the order
+				i = 1 - k
+			}
+			wall[i] += policyTurn(b, sides[i], g, n)
+		}
+		done += n
+	}
+	b.StopTimer()
+	return wall
 }
