@@ -11,6 +11,22 @@ import (
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
+// waitForLockWaiter returns once PostgreSQL shows a session waiting on a
+// lock in a statement on e's rate-limit table.
+func waitForLockWaiter(t *testing.T, e *env) {
+	t.Helper()
+	table, _ := e.schema.Table(core.ModelRateLimit)
+	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
+	defer cancel()
+	for waiting := 0; waiting == 0; {
+		err := e.sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, table.Name).Scan(&waiting)
+		if err != nil {
+			t.Fatalf("waiting for a transaction to wait on a lock: %v", err)
+		}
+	}
+}
+
 // TestInTxOfAnotherPoolRefused: a *sql.Tx begun on another pool than the
 // adapter's (here on the same database, which database/sql cannot tell
 // from another one) is refused with core.ErrInvalid, and nothing is
@@ -80,16 +96,7 @@ func TestInTxSecondTransactionWaits(t *testing.T) {
 		}
 		second <- result{d, err}
 	}()
-	table, _ := e.schema.Table(core.ModelRateLimit)
-	ctx, cancel := context.WithTimeout(e.ctx, time.Minute)
-	defer cancel()
-	for waiting := 0; waiting == 0; {
-		err := e.sqldb.QueryRowContext(ctx, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, table.Name).Scan(&waiting)
-		if err != nil {
-			t.Fatalf("waiting for the second transaction to wait on the row's lock: %v", err)
-		}
-	}
+	waitForLockWaiter(t, e)
 	select {
 	case r := <-second:
 		t.Fatalf("the second transaction decided while the first held the row: %+v, %v", r.d, r.err)
@@ -101,5 +108,65 @@ func TestInTxSecondTransactionWaits(t *testing.T) {
 	r := <-second
 	if r.err != nil || !r.d.Allowed || r.d.Remaining != 2 {
 		t.Errorf("the second transaction after the first committed: %+v, %v; want admitted with 2 left", r.d, r.err)
+	}
+}
+
+// TestInTxFreshKeyConflictKeepsTransactionUsable: on PostgreSQL, where an
+// error aborts the whole transaction, two transactions charging one fresh
+// key both insert its row; the second's insert waits for the first and,
+// once it commits, finds the key taken. That conflict (ON CONFLICT DO
+// NOTHING) does not abort the second transaction: it charges the row the
+// first made, writes after the charge, and commits.
+func TestInTxFreshKeyConflictKeepsTransactionUsable(t *testing.T) {
+	e := newEnv(t, postgresBackend())
+	l, err := ratelimit.New(ratelimit.Database(e.db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rule := ratelimit.Rule{Window: time.Minute, Max: 5}
+	first, err := e.sqldb.BeginTx(e.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Rollback()
+	if d, err := l.In(first).Consume(e.ctx, "fresh", rule); err != nil || !d.Allowed || d.Remaining != 4 {
+		t.Fatalf("the first transaction: %+v, %v", d, err)
+	}
+	second := make(chan error, 1)
+	go func() {
+		tx, err := e.sqldb.BeginTx(e.ctx, nil)
+		if err != nil {
+			second <- err
+			return
+		}
+		defer tx.Rollback()
+		d, err := l.In(tx).Consume(e.ctx, "fresh", rule)
+		switch {
+		case err != nil:
+		case !d.Allowed || d.Remaining != 3:
+			err = errors.New("not admitted with 3 left after the first's commit")
+		default:
+			txdb, werr := e.db.WithTx(tx)
+			if err = werr; err == nil {
+				_, err = txdb.Create(e.ctx, "counter", map[string]any{"name": "after"})
+			}
+			if err == nil {
+				err = tx.Commit()
+			}
+		}
+		second <- err
+	}()
+	waitForLockWaiter(t, e)
+	if err := first.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-second; err != nil {
+		t.Fatalf("the second transaction: %v", err)
+	}
+	if n, err := e.db.Count(e.ctx, "counter", core.Eq("name", "after")); err != nil || n != 1 {
+		t.Errorf("the second transaction's write after the charge: %d rows, %v", n, err)
+	}
+	if d, err := l.Check(e.ctx, "fresh", rule); err != nil || d.Remaining != 3 {
+		t.Errorf("after both: %+v, %v; want 3 left", d, err)
 	}
 }
