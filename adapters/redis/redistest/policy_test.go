@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core/driver"
@@ -96,4 +98,26 @@ func TestPolicyRaceCatchesRuleByRule(t *testing.T) {
 	if got == 5 && left[0] == 7 {
 		t.Fatalf("the rule-by-rule storage passed: admitted %d, long remaining %d", got, left[0])
 	}
+}
+
+// TestPolicyOnEachClientKind: a policy is decided in one script on a plain
+// client, a ring and a Cluster (its keys in one slot by their hash tag),
+// under fixed windows and GCRA.
+func TestPolicyOnEachClientKind(t *testing.T) {
+	onEachKind(t, func(t *testing.T, s *sluiceredis.Storage, _ redis.UniversalClient, _ func(func(*redis.Client))) {
+		for _, mode := range []ratelimit.Mode{ratelimit.FixedWindow, ratelimit.GCRA} {
+			l, err := ratelimit.New(ratelimit.Secondary(s), ratelimit.WithMode(mode), ratelimit.WithDenialCache(0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := ratelimit.Policy{{Name: "a", Window: time.Minute, Max: 2}, {Name: "b", Window: time.Hour, Max: 5}}
+			key := "kind:" + mode.String()
+			for i, want := range []bool{true, true, false} {
+				d, err := l.ConsumePolicy(context.Background(), key, p, 1)
+				if err != nil || d.Allowed != want || d.Rules[1].Remaining != 5-min(int64(i)+1, 2) {
+					t.Fatalf("%v request %d: %+v, %v; want allowed %v", mode, i, d, err, want)
+				}
+			}
+		}
+	})
 }
