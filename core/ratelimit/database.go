@@ -73,16 +73,19 @@ func (s *dbStorage) check(Mode) error {
 // callers wait for one check rather than each run their own.
 func (s *dbStorage) ready(ctx context.Context) error {
 	if s.base != nil {
-		// A view checks in the caller's transaction: on the pool, the
-		// check could wait for a connection that the caller's
-		// transactions all hold.
-		return s.base.readyOn(ctx, s.db)
+		// A view checks in the caller's transaction, and without the
+		// gate: on the pool, the check could wait for a connection that
+		// the callers' transactions all hold, and so could a plain
+		// decision holding the gate.
+		if s.base.checked.Load() {
+			return nil
+		}
+		if err := s.db.CheckSchema(ctx, model); err != nil {
+			return err
+		}
+		s.base.checked.Store(true)
+		return nil
 	}
-	return s.readyOn(ctx, s.db)
-}
-
-// readyOn is ready, checking through db.
-func (s *dbStorage) readyOn(ctx context.Context, db *core.DB) error {
 	if s.checked.Load() {
 		return nil
 	}
@@ -95,7 +98,7 @@ func (s *dbStorage) readyOn(ctx context.Context, db *core.DB) error {
 	if s.checked.Load() {
 		return nil
 	}
-	if err := db.CheckSchema(ctx, model); err != nil {
+	if err := s.db.CheckSchema(ctx, model); err != nil {
 		return err
 	}
 	s.checked.Store(true)
