@@ -270,3 +270,25 @@ func memoryDB(t *testing.T) (*memory.Memory, *core.DB) {
 	}
 	return m, db
 }
+
+// ParseRule refuses what a configuration file can get wrong about a
+// calendar rule, naming it, with core.ErrInvalid.
+func TestAcceptanceParseCalendarBadInput(t *testing.T) {
+	for in, want := range map[string]string{
+		"1000/day@Mars/Olympus":    "Mars/Olympus",
+		"1000/day@":                "",
+		"1000/fortnight":           "fortnight",
+		"-1/day":                   "-1",
+		"1000/month@Europe/Berl1n": "Europe/Berl1n",
+		"99999999999999999999/day": "99999999999999999999",
+	} {
+		r, err := ratelimit.ParseRule(in)
+		if !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseRule(%q) = %v, %v; want core.ErrInvalid naming %q", in, r, err, want)
+		}
+	}
+	r, err := ratelimit.ParseRule("1000/day@Europe/Berlin")
+	if err != nil || r.Calendar != ratelimit.Day || r.Location == nil || r.Location.String() != "Europe/Berlin" || r.Max != 1000 {
+		t.Errorf("ParseRule of a good calendar rule: %+v, %v", r, err)
+	}
+}
