@@ -24,6 +24,12 @@ var errQARollback = errors.New("qa: roll back")
 func TestAcceptancePolicyInTransactionsRace(t *testing.T) {
 	const n = 24
 	p := ratelimit.Policy{{Name: "min", Window: time.Minute, Max: 6}, {Name: "hour", Window: time.Hour, Max: 9}}
+	for _, mode := range []ratelimit.Mode{ratelimit.FixedWindow, ratelimit.SlidingWindow, ratelimit.GCRA} {
+		t.Run(mode.String(), func(t *testing.T) { policyInTransactionsRace(t, mode, p, n) })
+	}
+}
+
+func policyInTransactionsRace(t *testing.T, mode ratelimit.Mode, p ratelimit.Policy, n int) {
 	forEach(t, func(t *testing.T, e *env) {
 		now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 		clock := ratelimit.WithClock(func() time.Time { return now })
@@ -40,7 +46,7 @@ func TestAcceptancePolicyInTransactionsRace(t *testing.T) {
 		dbs := []*core.DB{e.db, peer}
 		var limiters []*ratelimit.Limiter
 		for _, db := range dbs {
-			l, err := ratelimit.New(ratelimit.Database(db), clock)
+			l, err := ratelimit.New(ratelimit.Database(db), clock, ratelimit.WithMode(mode))
 			if err != nil {
 				t.Fatal(err)
 			}
