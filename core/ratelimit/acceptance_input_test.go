@@ -138,6 +138,11 @@ func TestAcceptancePolicyKeysNeverCollide(t *testing.T) {
 		{ratelimit.SafeKey(long), "x"},
 		{ratelimit.SafeKey(long + "1"), "x"},
 		{ratelimit.SafeKey(long)[:200], "x"},
+		{"}x", "x"},
+		{"}x}", "x"},
+		{"#=", "x"},
+		{"{" + long + "}", "x"},
+		{"{" + long + "}1", "x"},
 	}
 	lone := []string{"a", ratelimit.SafeKey("{a}#:x"), ratelimit.SafeKey("{a}#:x.y")}
 	eachBackend(t, func(t *testing.T, b backend, c *clock) {

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/sluice-go/sluice/core/driver"
@@ -17,11 +18,21 @@ import (
 // two policies' rules each other's; the braces are a Redis Cluster hash
 // tag, which keeps one policy's counters in one slot. A name longer than
 // [MaxKeyLength] bytes is made with k replaced by its first characters,
-// "#=" and its SHA-256 in unpadded base64url.
+// "#=" and its SHA-256 in unpadded base64url; a k holding '}', which
+// would end the hash tag early or leave it empty, by "#=" and its SHA-256
+// alone.
 const PolicySeparator = "#:"
 
 // policyKey returns the storage key of rule name of a policy on key.
 func policyKey(key, name string) string {
+	if strings.IndexByte(key, '}') >= 0 {
+		// A '}' in k would end the hash tag inside k, and one first would
+		// leave it empty, so that Redis Cluster hashes the whole name and
+		// puts each rule in a slot of its own (a cross-slot script fails,
+		// and WithFailOpen would admit): such a key is named by its digest.
+		sum := sha256.Sum256([]byte(key))
+		return "{#=" + base64.RawURLEncoding.EncodeToString(sum[:]) + "}" + PolicySeparator + name
+	}
 	if n := len(key) + len(name) + len(PolicySeparator) + 2; n <= MaxKeyLength {
 		return "{" + key + "}" + PolicySeparator + name
 	}

@@ -3,9 +3,13 @@ package redistest_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	sluiceredis "github.com/sluice-go/sluice/adapters/redis"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -47,4 +51,34 @@ func TestAcceptanceHugeCountsExact(t *testing.T) {
 		}
 		_ = l.Close()
 	}
+}
+
+// Acceptance probe (qa): keys a client controls that hold braces, which
+// Redis Cluster reads as hash tags, keep a policy's rules in one slot or
+// are refused as bad input: never a cross-slot failure that WithFailOpen
+// turns into an admission past the rules.
+func TestAcceptancePolicyHostileBraces(t *testing.T) {
+	p := ratelimit.Policy{{Name: "a", Window: time.Minute, Max: 3}, {Name: "b", Window: time.Hour, Max: 10}}
+	onEachKind(t, func(t *testing.T, s *sluiceredis.Storage, _ redis.UniversalClient, _ func(func(*redis.Client))) {
+		l, err := ratelimit.New(ratelimit.Secondary(s), ratelimit.WithFailOpen())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		for _, key := range []string{"}x", "{}", "}{", "x}{y", ratelimit.SafeKey("}evil{"), "{" + strings.Repeat("}", 300)} {
+			admitted := 0
+			for range 6 {
+				d, err := l.ConsumePolicy(context.Background(), key, p, 1)
+				if err != nil {
+					t.Logf("key %q: %v", key, err)
+				}
+				if d.Allowed {
+					admitted++
+				}
+			}
+			if admitted > 3 {
+				t.Errorf("key %q: %d admitted under a rule of 3", key, admitted)
+			}
+		}
+	})
 }
