@@ -93,14 +93,14 @@ func TestObservability(t *testing.T) {
 
 	metrics := h.metrics(t)
 	for series, want := range map[string]string{
-		`sluice_ratelimit_decisions_total{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_storage="database"}`:                 "5",
-		`sluice_ratelimit_decisions_total{sluice_outcome="denied",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_storage="database"}`:                  "1",
-		`sluice_ratelimit_decisions_total{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="20-M",sluice_storage="database"}`:                  "1",
-		`sluice_ratelimit_decision_duration_seconds_count{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_storage="database"}`: "5",
-		`sluice_apikey_verifications_total{sluice_outcome="valid",sluice_storage="database"}`:                                                                                    "3",
-		`sluice_apikey_verifications_total{sluice_outcome="RATE_LIMITED",sluice_storage="database"}`:                                                                             "1",
-		`sluice_apikey_verifications_total{sluice_outcome="INVALID_API_KEY",sluice_storage="database"}`:                                                                          "1",
-		`sluice_apikey_verification_duration_seconds_bucket{sluice_outcome="valid",sluice_storage="database",le="+Inf"}`:                                                         "3",
+		`sluice_ratelimit_decisions_total{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_ratelimit_rule_name="default",sluice_ratelimit_shadow="false",sluice_storage="database"}`:                 "5",
+		`sluice_ratelimit_decisions_total{sluice_outcome="denied",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_ratelimit_rule_name="default",sluice_ratelimit_shadow="false",sluice_storage="database"}`:                  "1",
+		`sluice_ratelimit_decisions_total{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="20-M",sluice_ratelimit_rule_name="default",sluice_ratelimit_shadow="false",sluice_storage="database"}`:                  "1",
+		`sluice_ratelimit_decision_duration_seconds_count{sluice_outcome="allowed",sluice_ratelimit_mode="FixedWindow",sluice_ratelimit_rule="5/10s",sluice_ratelimit_rule_name="default",sluice_ratelimit_shadow="false",sluice_storage="database"}`: "5",
+		`sluice_apikey_verifications_total{sluice_outcome="valid",sluice_storage="database"}`:                            "3",
+		`sluice_apikey_verifications_total{sluice_outcome="RATE_LIMITED",sluice_storage="database"}`:                     "1",
+		`sluice_apikey_verifications_total{sluice_outcome="INVALID_API_KEY",sluice_storage="database"}`:                  "1",
+		`sluice_apikey_verification_duration_seconds_bucket{sluice_outcome="valid",sluice_storage="database",le="+Inf"}`: "3",
 	} {
 		if got, ok := metrics[series]; !ok || got != want {
 			t.Errorf("%s = %q (present %v), want %s", series, got, ok, want)
