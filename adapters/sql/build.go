@@ -207,14 +207,20 @@ func (b *builder) assignments(inc []driver.Delta, set []driver.Assignment) {
 	}
 	for _, s := range set {
 		sep()
-		b.ident(s.Column)
-		if s.Value == nil {
-			b.write(" = NULL")
-			continue
-		}
-		b.write(" = ")
-		b.arg(s.Value)
+		b.assign(s)
 	}
+}
+
+// assign writes one absolute set of an UPDATE: column = value, or
+// column = NULL.
+func (b *builder) assign(s driver.Assignment) {
+	b.ident(s.Column)
+	if s.Value == nil {
+		b.write(" = NULL")
+		return
+	}
+	b.write(" = ")
+	b.arg(s.Value)
 }
 
 const (

@@ -218,13 +218,7 @@ func (b *builder) assignmentsLastID(inc []driver.Delta, set []driver.Assignment,
 	}
 	for _, s := range set {
 		b.write(", ")
-		b.ident(s.Column)
-		if s.Value == nil {
-			b.write(" = NULL")
-			continue
-		}
-		b.write(" = ")
-		b.arg(s.Value)
+		b.assign(s)
 	}
 }
 

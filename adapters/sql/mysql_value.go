@@ -71,13 +71,7 @@ func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []
 		b.write(") AS SIGNED)")
 		for _, s := range set {
 			b.write(", ")
-			b.ident(s.Column)
-			if s.Value == nil {
-				b.write(" = NULL")
-				continue
-			}
-			b.write(" = ")
-			b.arg(s.Value)
+			b.assign(s)
 		}
 		b.where(where)
 		b.write(" ORDER BY ")
