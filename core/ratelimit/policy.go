@@ -1,9 +1,6 @@
 package ratelimit
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Policy is several rules on one key, decided all or nothing by
 // [Limiter.ConsumePolicy]: a request is admitted only when every rule
@@ -12,9 +9,6 @@ import (
 // under none. Each rule keeps its own counter. A policy has at least one
 // rule, and its rules have distinct, non-empty names ([Rule.Name]).
 type Policy []Rule
-
-// MaxRuleNameLength is the longest [Rule.Name], in bytes.
-const MaxRuleNameLength = 64
 
 // RuleDecision is what one rule of a policy decided.
 type RuleDecision struct {
@@ -93,18 +87,4 @@ func (p Policy) Validate() error {
 		}
 	}
 	return nil
-}
-
-// nameProblem says what is wrong with a rule's name, or "".
-func nameProblem(name string) string {
-	if len(name) > MaxRuleNameLength {
-		return fmt.Sprintf("rule name of %d bytes is longer than %d", len(name), MaxRuleNameLength)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			return fmt.Sprintf("rule name %q holds %q: a name is ASCII letters, digits, '-', '_' and '.'", name, c)
-		}
-	}
-	return ""
 }
