@@ -40,6 +40,7 @@ var (
 type engine struct {
 	opts     Options
 	features Features
+	t        *traits      // the dialect's traits, read once at New
 	dollar   bool         // $n placeholders
 	mysql    atomic.Int32 // MySQL: what the executor does, found at New (mysql_literal.go)
 	// busyWait: how long the engine waits for a busy database itself (see
@@ -91,12 +92,12 @@ func New(ctx context.Context, exec Executor, opts Options) (*Adapter, error) {
 	if !opts.Dialect.valid() {
 		return nil, fmt.Errorf("%w: %s: unknown dialect %d (want sluicesql.Postgres, MySQL or SQLite)", core.ErrInvalid, opts.Name, opts.Dialect)
 	}
-	e := &engine{opts: opts, features: Features{Dialect: opts.Dialect}}
+	e := &engine{opts: opts, features: Features{Dialect: opts.Dialect}, t: opts.Dialect.traits()}
 	switch opts.Placeholder {
 	case Dollar:
 		e.dollar = true
 	case DefaultPlaceholder:
-		e.dollar = opts.Dialect.traits().dollar
+		e.dollar = e.t.dollar
 	}
 	_, begins := exec.(Beginner)
 	a := &Adapter{e: e, x: exec, inTx: !begins, root: true}
@@ -146,7 +147,7 @@ func (a *Adapter) Unwrap() any {
 
 // newBuilder starts a statement, not cached, in the engine's placeholder style.
 func (a *Adapter) newBuilder() *builder {
-	return &builder{d: a.e.features.Dialect, dollar: a.e.dollar, causal: a.e.features.CausalReads}
+	return &builder{t: a.e.t, dollar: a.e.dollar, causal: a.e.features.CausalReads}
 }
 
 // Transaction runs fn in a transaction. At the top level the engine begins
@@ -201,7 +202,7 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 
 // savepoint runs fn inside a savepoint of the current transaction.
 func (a *Adapter) savepoint(ctx context.Context, fn func(tx *Adapter) error) (err error) {
-	name := a.e.features.Dialect.quote("sluice_sp" + strconv.Itoa(a.depth+1))
+	name := a.e.t.quoted("sluice_sp" + strconv.Itoa(a.depth+1))
 	driver.AddRoundTrips(ctx, 2) // SAVEPOINT, and RELEASE or ROLLBACK TO
 	if _, err := a.x.Exec(ctx, "SAVEPOINT "+name); err != nil {
 		return a.e.mapErr(err)

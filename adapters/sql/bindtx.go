@@ -102,7 +102,7 @@ var _ driver.LockingFinder = (*Adapter)(nil)
 // [driver.LockingFinder]). On SQLite, whose transactions hold the whole
 // database, and outside a transaction, it is FindOne.
 func (a *Adapter) FindOneForUpdate(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
-	if !a.inTx || a.e.features.Dialect.traits().oneWriter {
+	if !a.inTx || a.e.t.oneWriter {
 		return a.FindOne(ctx, t, where)
 	}
 	q, args := a.stmt(t, kindLockFirst, where, nil, nil, func(b *builder) { b.selectFirst(t, where, true) })

@@ -17,9 +17,9 @@ import (
 type builder struct {
 	sb       strings.Builder
 	args     []any
-	n        int // placeholders written so far
-	d        Dialect
-	dollar   bool // $1, $2, … rather than ?
+	n        int     // placeholders written so far
+	t        *traits // the dialect's (engine.t)
+	dollar   bool    // $1, $2, … rather than ?
 	argsOnly bool
 	causal   bool // reads wait for the node to apply the cluster's commits (Features.CausalReads)
 }
@@ -48,13 +48,13 @@ func (b *builder) write(s string) {
 
 func (b *builder) ident(name string) {
 	if !b.argsOnly {
-		b.sb.WriteString(b.d.quote(name))
+		b.sb.WriteString(b.t.quoted(name))
 	}
 }
 
 // arg writes a placeholder and appends the value, bound for the dialect.
 func (b *builder) arg(v any) {
-	b.args = append(b.args, bindValue(b.d, v))
+	b.args = append(b.args, bindValue(b.t, v))
 	b.n++
 	if b.argsOnly {
 		return
@@ -185,7 +185,7 @@ func (b *builder) assignments(inc []driver.Delta, set []driver.Assignment) {
 		sep()
 		b.ident(d.Column)
 		b.write(" = ")
-		if b.d.traits().overflowToReal && d.By != 0 {
+		if b.t.overflowToReal && d.By != 0 {
 			b.write("CASE WHEN ")
 			b.ident(d.Column)
 			if d.By > 0 {
@@ -284,13 +284,16 @@ const mysqlTimeLayout = "2006-01-02 15:04:05.000"
 
 // bindValue turns a value core.DB normalised (int64, string, bool, UTC
 // time.Time, nil) into what the dialect stores. Times are the one case that
-// differs (traits.timeValue).
-func bindValue(d Dialect, v any) any {
+// differs (traits.timeLayout).
+func bindValue(d *traits, v any) any {
 	t, ok := v.(time.Time)
 	if !ok {
 		return v
 	}
-	return d.traits().timeValue(t)
+	if d.timeLayout == "" {
+		return t.UTC()
+	}
+	return t.UTC().Format(d.timeLayout)
 }
 
 // dollarCache maps statements written with ? placeholders to PostgreSQL's
@@ -368,7 +371,7 @@ func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []d
 	var buf [512]byte
 	key := appendShape(buf[:0], t, kind, where, inc, set)
 	b := builders.Get().(*builder)
-	*b = builder{d: a.e.features.Dialect, dollar: a.e.dollar, causal: a.e.features.CausalReads,
+	*b = builder{t: a.e.t, dollar: a.e.dollar, causal: a.e.features.CausalReads,
 		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}
 	defer builders.Put(b) // the text and the arguments are the caller's; the builder holds neither after
 	if m := a.e.stmts.Load(); m != nil {

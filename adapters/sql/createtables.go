@@ -70,7 +70,7 @@ func (a *Adapter) CreateTables(ctx context.Context, tables []*driver.Table) erro
 // createMissing makes one pass: it looks which tables are missing and
 // creates them.
 func (a *Adapter) createMissing(ctx context.Context, tables []*driver.Table) error {
-	if a.e.features.Dialect.traits().ddlCommits {
+	if a.e.t.ddlCommits {
 		return a.createMySQL(ctx, tables)
 	}
 	return a.inTransaction(ctx, func(tx *Adapter) error {
@@ -136,7 +136,7 @@ func (a *Adapter) createTable(ctx context.Context, tables []*driver.Table, t *dr
 // unqualified statements will find it: on PostgreSQL anywhere on the
 // search_path, on MySQL in the current database.
 func (a *Adapter) tableExists(ctx context.Context, t *driver.Table) (bool, error) {
-	b := a.catalogQuery(a.e.features.Dialect.traits().catalog.tableExists, t)
+	b := a.catalogQuery(a.e.t.catalog.tableExists, t)
 	n, err := a.scalar(ctx, b.sb.String(), b.args)
 	if err != nil {
 		return false, fmt.Errorf("%s: looking for table %q: %w", a.e.name(), t.Name, a.e.mapErr(err))

@@ -40,12 +40,12 @@ func (a *Adapter) Create(ctx context.Context, t *driver.Table, values []driver.A
 			}
 			b.write(")")
 		default:
-			b.write(f.Dialect.traits().noColumns)
+			b.write(b.t.noColumns)
 		}
 		if !returning {
 			return
 		}
-		b.write(f.Dialect.traits().onConflict)
+		b.write(b.t.onConflict)
 		b.write(" RETURNING ")
 		b.columns(t)
 	}
@@ -142,7 +142,7 @@ func (a *Adapter) FindMany(ctx context.Context, t *driver.Table, where []driver.
 	case opts.Limit > 0:
 		b.write(" LIMIT ")
 		b.arg(int64(opts.Limit))
-	case opts.Offset > 0 && a.e.features.Dialect.traits().offsetNeedsLimit:
+	case opts.Offset > 0 && a.e.t.offsetNeedsLimit:
 		b.write(" LIMIT ") // MySQL and SQLite accept OFFSET only after LIMIT
 		b.arg(int64(maxInt64))
 	}
@@ -180,7 +180,7 @@ func (a *Adapter) UpdateMany(ctx context.Context, t *driver.Table, where []drive
 	b.assignments(nil, set)
 	b.whereInTx(where) // on MySQL it runs in a transaction, below
 	update, uargs := b.sb.String(), b.args
-	if !a.e.features.Dialect.traits().countsChanged {
+	if !a.e.t.countsChanged {
 		var n int64
 		err := a.retry(ctx, func() error {
 			return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {
@@ -221,7 +221,7 @@ func (b *builder) firstMatch(t *driver.Table, where []driver.Where) {
 	b.write(" ORDER BY ")
 	b.ident(pk)
 	b.write(" LIMIT 1")
-	if b.d.traits().lockFirstMatch {
+	if b.t.lockFirstMatch {
 		b.write(" FOR UPDATE")
 	}
 	b.write(")")
@@ -233,7 +233,7 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 	b.write("DELETE FROM ")
 	b.ident(t.Name)
 	switch {
-	case a.e.features.Dialect.traits().deleteLimit:
+	case a.e.t.deleteLimit:
 		// MySQL has DELETE … ORDER BY … LIMIT, and refuses a subquery on
 		// the table being deleted from (error 1093).
 		b.where(where)
@@ -258,7 +258,7 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 // outside a transaction the rows are found first and deleted by primary
 // key (see deleteManyByKey), so that a large prune locks no row it keeps.
 func (a *Adapter) DeleteMany(ctx context.Context, t *driver.Table, where []driver.Where) (int64, error) {
-	if a.e.features.Dialect.traits().locksScanned && !a.inTx {
+	if a.e.t.locksScanned && !a.inTx {
 		return a.deleteManyByKey(ctx, t, where)
 	}
 	b := a.newBuilder()

@@ -2,7 +2,6 @@ package sluicesql
 
 import (
 	"strings"
-	"time"
 
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -30,13 +29,12 @@ func (d Dialect) String() string {
 
 func (d Dialect) valid() bool { return d >= Postgres && d <= SQLite }
 
-// quote quotes an identifier: "name" on PostgreSQL and SQLite, `name` on
+// quoted quotes an identifier: "name" on PostgreSQL and SQLite, `name` on
 // MySQL (where key is a reserved word). core's naming admits only letters,
 // digits and underscores, so there is nothing to escape; doubling the quote
 // character keeps even a foreign name harmless.
-func (d Dialect) quote(name string) string {
-	q := d.traits().quote
-	return q + strings.ReplaceAll(name, q, q+q) + q
+func (t *traits) quoted(name string) string {
+	return t.quote + strings.ReplaceAll(name, t.quote, t.quote+t.quote) + t.quote
 }
 
 // traits are how the dialects differ where the server need not be asked,
@@ -47,11 +45,11 @@ type traits struct {
 	quote        string // the identifier quote
 	dollar       bool   // its placeholders are $1, $2, …
 	versionQuery string // the probe's question, which the other dialects fail
-	// timeValue is how a UTC time is bound: PostgreSQL takes the time;
-	// MySQL gets UTC wall-clock text, which the driver's loc cannot shift;
-	// SQLite has no time type and keeps core's fixed-width text, whose
-	// order is time order.
-	timeValue func(time.Time) any
+	// timeLayout is how a UTC time is bound: "" for the time itself
+	// (PostgreSQL); otherwise text in this layout: UTC wall-clock text for
+	// MySQL, which the driver's loc cannot shift; core's fixed-width text
+	// for SQLite, which has no time type, whose order is time order.
+	timeLayout string
 
 	updateReturning  bool   // UPDATE … RETURNING (on MySQL IncrementOne reads, then writes)
 	onConflict       string // Create's way to answer no row for a taken key rather than abort a transaction
@@ -85,7 +83,6 @@ type catalogQuery struct{ pre, post string }
 var dialects = [...]traits{
 	Postgres: {
 		quote: `"`, dollar: true, versionQuery: "SELECT current_setting('server_version')",
-		timeValue:       func(t time.Time) any { return t.UTC() },
 		updateReturning: true, onConflict: " ON CONFLICT DO NOTHING", noColumns: " DEFAULT VALUES",
 		lockFirstMatch: true, errorAbortsTx: true,
 		catalog: catalogQueries{regclass: true,
@@ -97,8 +94,8 @@ var dialects = [...]traits{
 	},
 	MySQL: {
 		quote: "`", versionQuery: "SELECT VERSION()",
-		timeValue: func(t time.Time) any { return t.UTC().Format(mysqlTimeLayout) },
-		noColumns: " () VALUES ()", deleteLimit: true, offsetNeedsLimit: true,
+		timeLayout: mysqlTimeLayout,
+		noColumns:  " () VALUES ()", deleteLimit: true, offsetNeedsLimit: true,
 		ddlCommits: true, countsChanged: true, locksScanned: true, foldsNames: true, padsKeys: true,
 		catalog: catalogQueries{
 			tableExists: catalogQuery{`SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = `, ``},
@@ -109,7 +106,7 @@ var dialects = [...]traits{
 	},
 	SQLite: {
 		quote: `"`, versionQuery: "SELECT sqlite_version()",
-		timeValue:       func(t time.Time) any { return driver.FormatTime(t) },
+		timeLayout:      driver.TimeLayout,
 		updateReturning: true, onConflict: " ON CONFLICT DO NOTHING", noColumns: " DEFAULT VALUES",
 		overflowToReal: true, offsetNeedsLimit: true, foldsNames: true, oneWriter: true,
 		catalog: catalogQueries{
@@ -121,7 +118,8 @@ var dialects = [...]traits{
 	},
 }
 
-// traits returns d's traits; d is valid.
+// traits returns d's traits; d is valid. An engine reads them once, at
+// New (engine.t): the statements it builds then ask no table.
 func (d Dialect) traits() *traits { return &dialects[d] }
 
 // The error classes of SQL errors, by dialect (see errors.go). Codes are

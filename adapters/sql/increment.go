@@ -88,7 +88,7 @@ func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byt
 // then core.ErrConflict and the transaction stays usable, as it does on
 // MySQL and SQLite.
 func (a *Adapter) conflictSafe(ctx context.Context, t *driver.Table, set []driver.Assignment, write func(x *Adapter) error) error {
-	if !a.inTx || !a.e.features.Dialect.traits().errorAbortsTx || !setsUnique(t, set) {
+	if !a.inTx || !a.e.t.errorAbortsTx || !setsUnique(t, set) {
 		return write(a)
 	}
 	return a.savepoint(ctx, write)

@@ -39,7 +39,7 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *driver.Table) error {
 				"first requests can each insert a row for the same key; create it (sluicegen writes it)", core.ErrSchema, t.Name, col)
 		}
 	}
-	if a.e.features.Dialect.traits().padsKeys {
+	if a.e.t.padsKeys {
 		for _, col := range need {
 			if err := a.checkNoPad(ctx, t, col); err != nil {
 				return err
@@ -55,12 +55,12 @@ func (a *Adapter) CheckSchema(ctx context.Context, t *driver.Table) error {
 // existing table as it is, so the error names the missing column and how
 // to add it.
 func (a *Adapter) checkColumns(ctx context.Context, t *driver.Table) error {
-	b := a.catalogQuery(a.e.features.Dialect.traits().catalog.columns, t)
+	b := a.catalogQuery(a.e.t.catalog.columns, t)
 	have, err := a.nameSet(ctx, b, "col")
 	if err != nil {
 		return err
 	}
-	folds := a.e.features.Dialect.traits().foldsNames
+	folds := a.e.t.foldsNames
 	if folds {
 		for name := range have {
 			have[strings.ToLower(name)] = true
@@ -89,7 +89,7 @@ func (a *Adapter) uniqueColumns(ctx context.Context, t *driver.Table) (map[strin
 	if err != nil || !ok {
 		return nil, err
 	}
-	return a.nameSet(ctx, a.catalogQuery(a.e.features.Dialect.traits().catalog.uniques, t), "col")
+	return a.nameSet(ctx, a.catalogQuery(a.e.t.catalog.uniques, t), "col")
 }
 
 func (a *Adapter) nameSet(ctx context.Context, b *builder, col string) (map[string]bool, error) {
@@ -176,8 +176,8 @@ func (a *Adapter) catalogQuery(q catalogQuery, t *driver.Table) *builder {
 	b := a.newBuilder()
 	b.write(q.pre)
 	name := t.Name
-	if a.e.features.Dialect.traits().catalog.regclass {
-		name = b.d.quote(name)
+	if a.e.t.catalog.regclass {
+		name = b.t.quoted(name)
 	}
 	b.arg(name)
 	b.write(q.post)
