@@ -146,3 +146,54 @@ func TestDenialCacheOff(t *testing.T) {
 		t.Errorf("a denial without cache made %d calls, want 2 (the missed increment and the read)", got)
 	}
 }
+
+// TestDenialCacheMatchesTheCounting: a cached denial answers any rule that
+// counts as the denied one did (the same Max and Window, or the same
+// Calendar in the same Location), whatever its Name or Shadow, since the
+// storage would answer it the same; a rule that counts otherwise asks the
+// storage. The entry keeps only what decides the match.
+func TestDenialCacheMatchesTheCounting(t *testing.T) {
+	ctx := context.Background()
+	paris, err := time.LoadLocation("Europe/Paris")
+	if err != nil {
+		t.Skip(err)
+	}
+	rolling := ratelimit.Rule{Window: time.Hour, Max: 1}
+	daily := ratelimit.Rule{Calendar: ratelimit.Day, Max: 1}
+	for _, tc := range []struct {
+		name        string
+		full, asked ratelimit.Rule
+		cached      bool
+	}{
+		{"another name", rolling, ratelimit.Rule{Window: time.Hour, Max: 1, Name: "other"}, true},
+		{"shadow", rolling, ratelimit.Rule{Window: time.Hour, Max: 1, Shadow: true}, true},
+		{"another window", rolling, ratelimit.Rule{Window: 2 * time.Hour, Max: 1}, false},
+		{"another max", rolling, ratelimit.Rule{Window: time.Hour, Max: 2}, false},
+		{"a calendar", rolling, daily, false},
+		{"the same calendar, UTC spelled out", daily, ratelimit.Rule{Calendar: ratelimit.Day, Max: 1, Location: time.UTC}, true},
+		{"another calendar", daily, ratelimit.Rule{Calendar: ratelimit.Week, Max: 1}, false},
+		{"another location", daily, ratelimit.Rule{Calendar: ratelimit.Day, Max: 1, Location: paris}, false},
+		{"a rolling rule", daily, ratelimit.Rule{Window: 24 * time.Hour, Max: 1}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := memory.New()
+			db, _ := core.New(m)
+			c := newClock()
+			l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now))
+			for i := 0; i < 2; i++ { // fill, then learn the denial
+				_, _ = l.Consume(ctx, "k", tc.full)
+			}
+			before := m.Calls()
+			d, err := l.Consume(ctx, "k", tc.asked)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cached := m.Calls() == before; cached != tc.cached {
+				t.Fatalf("answered from the cache: %v, want %v (%+v)", cached, tc.cached, d)
+			}
+			if tc.cached && (d.Allowed != tc.asked.Shadow || d.WouldDeny != tc.asked.Shadow || d.Limit != 1) {
+				t.Fatalf("cached answer %+v: want denied, or admitted with WouldDeny under a shadow rule", d)
+			}
+		})
+	}
+}

@@ -61,11 +61,17 @@ func gcraPeek(rule Rule, t, tat, now int64) state {
 // gcraRetry moves a GCRA denial of cost c > 1 to the instant that cost
 // fits, (c − 1)·T after the one a request of cost 1 fits, which is what
 // the state (and the denial cache) holds. A cost above Max never fits and
-// keeps the state's Reset.
-func (l *Limiter) gcraRetry(d *Decision, rule Rule, now, cost int64) {
-	if l.mode != GCRA || d.Allowed || cost <= 1 || cost > rule.Max {
+// keeps the state's Reset. decide calls it for a denial only.
+func (l *Limiter) gcraRetry(d *Decision, rule *Rule, now, cost int64) {
+	if l.mode != GCRA || cost <= 1 || cost > rule.Max {
 		return
 	}
+	l.gcraRetryLater(d, *rule, now, cost)
+}
+
+// gcraRetryLater is gcraRetry once it applies: out of line, so that the
+// test above inlines into every denial.
+func (l *Limiter) gcraRetryLater(d *Decision, rule Rule, now, cost int64) {
 	at := d.Reset.UnixMilli() + (cost-1)*gcraInterval(rule)
 	d.Reset = time.UnixMilli(at).UTC()
 	d.RetryAfter = time.Duration(max(at-now, 0)) * time.Millisecond

@@ -264,7 +264,7 @@ func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *R
 	if known {
 		st.reset = r.frame(now).end()
 	} else if l.denials != nil {
-		st, known = l.cached(key, *r, now)
+		st, known = l.cached(key, r, now)
 	}
 	if !known {
 		switch {
@@ -293,7 +293,7 @@ func (l *Limiter) consumeInto(d *Decision, ctx context.Context, key string, r *R
 			return keyError(key, err)
 		}
 		if !st.allowed && st.count >= r.Max && st.reset > now && l.denials != nil {
-			l.denials.put(key, denial{until: st.reset, rule: *r}, now)
+			l.denials.put(key, denialOf(r, st.reset), now)
 		}
 	}
 	l.decide(d, r, now, cost, st)
@@ -432,27 +432,53 @@ func (l *Limiter) decide(d *Decision, rule *Rule, now, cost int64, st state) {
 	d.Reset = time.UnixMilli(st.reset).UTC()
 	if !st.allowed {
 		d.RetryAfter = time.Duration(max(st.reset-now, 0)) * time.Millisecond
-		l.gcraRetry(d, *rule, now, cost)
+		l.gcraRetry(d, rule, now, cost)
 	}
 }
 
-// denial is a key known to be full until an instant, under one rule.
+// denial is a key known to be full until an instant, under the rule's
+// counting: the storage's answer for the key, which depends on the
+// rule's Max and its span (Window, or the Calendar in its Location) and on
+// nothing else. Name and Shadow change what the decision reports, not
+// what the storage holds (a policy's rule names its storage key, and the
+// cache is keyed by that), so the entry keeps only the four words that
+// decide a match: comparing and copying the whole, larger Rule made a
+// cached denial a third slower.
 type denial struct {
 	until int64
-	rule  Rule
+	max   int64
+	span  int64          // the Window, or -Calendar for a calendar rule (whose Window is 0)
+	loc   *time.Location // a calendar rule's zone; nil otherwise
+}
+
+// denialOf is the entry recording that key is full under r until until.
+func denialOf(r *Rule, until int64) denial {
+	d := denial{until: until, max: r.Max, span: int64(r.Window)}
+	if r.Calendar != 0 {
+		d.span, d.loc = -int64(r.Calendar), r.location()
+	}
+	return d
 }
 
 // cached returns the state of a key the denial cache holds as full under
 // rule.
-func (l *Limiter) cached(key string, rule Rule, now int64) (state, bool) {
+func (l *Limiter) cached(key string, r *Rule, now int64) (state, bool) {
 	if l.denials == nil || l.denials.empty() {
 		return state{}, false
 	}
 	d, ok := l.denials.get(key, now)
-	if !ok || d.rule != rule {
+	if !ok || d.max != r.Max {
 		return state{}, false
 	}
-	return state{count: rule.Max, reset: d.until}, true
+	if r.Calendar == 0 {
+		ok = d.span == int64(r.Window)
+	} else {
+		ok = d.span == -int64(r.Calendar) && d.loc == r.location()
+	}
+	if !ok {
+		return state{}, false
+	}
+	return state{count: r.Max, reset: d.until}, true
 }
 
 // lostRace reports a guarded write that lost to a concurrent one inside

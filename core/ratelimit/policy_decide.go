@@ -159,7 +159,7 @@ func (l *Limiter) consumePolicy(ctx context.Context, key string, p Policy, cost 
 		case r.Max == 0 || cost > r.Max:
 			it.st, it.known = state{reset: r.frame(now).end()}, true
 		default:
-			it.st, it.known = l.cached(it.key, r, now)
+			it.st, it.known = l.cached(it.key, &it.rule, now)
 		}
 		if it.known && !r.Shadow {
 			blocked = true
@@ -251,7 +251,7 @@ func (l *Limiter) policyDecision(items []item, now, cost int64) (Decision, int) 
 			st = l.uncharged(st, it.rule, now, cost)
 		}
 		if (it.asked || it.read) && !st.allowed && st.count >= it.rule.Max && st.reset > now && l.denials != nil {
-			l.denials.put(it.key, denial{until: st.reset, rule: it.rule}, now)
+			l.denials.put(it.key, denialOf(&it.rule, st.reset), now)
 		}
 		var one Decision
 		l.decide(&one, &it.rule, now, cost, st)

@@ -75,6 +75,9 @@ func (r *Rule) problem() string {
 	case r.Max < 0:
 		return fmt.Sprintf("rule max %d must not be negative", r.Max)
 	}
+	if r.Name == "" { // a lone rule's usual name, valid
+		return ""
+	}
 	return nameProblem(r.Name)
 }
 
@@ -127,6 +130,17 @@ const maxSpan = math.MaxInt64 / int64(time.Millisecond)
 //     which also keeps every tat far below 2^51, where Redis's scripts
 //     compute exactly in doubles.
 func (r *Rule) modeProblem(m Mode) string {
+	// FixedWindow and BetterAuthWindow bound no rolling rule further: the
+	// test is small enough to inline into every decision's validation.
+	if r.Calendar == 0 && m != SlidingWindow && m != GCRA {
+		return ""
+	}
+	return r.modeBound(m)
+}
+
+// modeBound is modeProblem for a calendar rule, or under SlidingWindow or
+// GCRA.
+func (r *Rule) modeBound(m Mode) string {
 	if r.Calendar != 0 {
 		return calendarModeProblem(m)
 	}
