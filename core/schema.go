@@ -9,12 +9,17 @@ import "github.com/sluice-go/sluice/core/driver"
 // MySQL, fixed-width ISO-8601 text on SQLite).
 type Field = driver.Field
 
-// The field types.
+// The field types, and the logical names of the built-in models.
 const (
 	TypeString = driver.TypeString
 	TypeInt    = driver.TypeInt
 	TypeBool   = driver.TypeBool
 	TypeTime   = driver.TypeTime
+
+	ModelRateLimit   = "rateLimit"
+	ModelAPIKey      = "apikey"
+	ModelRerolledKey = "rerolledKey"
+	ModelAPIKeyLimit = "apikeyLimit"
 )
 
 // Model is a logical model: a name and its fields, the first being the primary key.
@@ -28,14 +33,6 @@ type Model struct {
 	// [DB.CreateTables] and the generator make it like any other.
 	Optional bool
 }
-
-// The logical names of the built-in models.
-const (
-	ModelRateLimit   = "rateLimit"
-	ModelAPIKey      = "apikey"
-	ModelRerolledKey = "rerolledKey"
-	ModelAPIKeyLimit = "apikeyLimit"
-)
 
 // rateLimitModel returns the rateLimit model (SPEC section 5): one counter per
 // key, with the start of its window as epoch milliseconds.

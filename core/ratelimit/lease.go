@@ -21,10 +21,6 @@ import (
 // process holds and has not spent is the only under-admission: at most the
 // lease size per process and key, returned when the lease ends.
 
-// DefaultLeaseTime is how long a lease may sit unused before
-// [Limiter.Prune] returns its rest (see [WithLeaseTime]).
-const DefaultLeaseTime = time.Second
-
 // maxLeases bounds the leases one limiter holds: a key beyond them is
 // decided without one, as it would be without WithLeases.
 const maxLeases = 1 << 16

@@ -11,18 +11,6 @@ import (
 	"github.com/sluice-go/sluice/core/driver"
 )
 
-// PolicySeparator joins a key and a rule's name in the storage key of a
-// policy's rule: rule n of a policy on key k counts under "{" + k + "}" +
-// PolicySeparator + n. No key [SafeKey] returns holds "#:", so these
-// names never meet a lone rule's key or a sliding window's counter, nor
-// two policies' rules each other's; the braces are a Redis Cluster hash
-// tag, which keeps one policy's counters in one slot. A name longer than
-// [MaxKeyLength] bytes is made with k replaced by its first characters,
-// "#=" and its SHA-256 in unpadded base64url; a k holding '}', which
-// would end the hash tag early or leave it empty, by "#=" and its SHA-256
-// alone.
-const PolicySeparator = "#:"
-
 // policyKey returns the storage key of rule name of a policy on key.
 func policyKey(key, name string) string {
 	if strings.IndexByte(key, '}') >= 0 {

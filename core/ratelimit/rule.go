@@ -192,9 +192,6 @@ func (r Rule) frame(now int64) frame {
 // end is the end of the window that opens in f.
 func (f frame) end() int64 { return f.open + f.w }
 
-// MaxRuleNameLength is the longest [Rule.Name], in bytes.
-const MaxRuleNameLength = 64
-
 // nameProblem says what is wrong with a rule's name, or "".
 func nameProblem(name string) string {
 	if len(name) > MaxRuleNameLength {
@@ -251,7 +248,7 @@ func plainASCII(key string) bool {
 	return true
 }
 
-// How a limiter names what it stores.
+// A limiter's bounds and defaults, and how it names what it stores.
 const (
 	// MaxKeyLength is the longest key [SafeKey] returns, in bytes: the
 	// default key column holds 255 characters, and a character is at
@@ -269,6 +266,22 @@ const (
 	// the key column with the suffix is stored by its digest instead (see
 	// [Limiter.ConsumeN]).
 	SlidingSeparator = "#"
+	// MaxRuleNameLength is the longest [Rule.Name], in bytes.
+	MaxRuleNameLength = 64
+	// PolicySeparator joins a key and a rule's name in the storage key of a
+	// policy's rule: rule n of a policy on key k counts under "{" + k + "}" +
+	// PolicySeparator + n. No key [SafeKey] returns holds "#:", so these
+	// names never meet a lone rule's key or a sliding window's counter, nor
+	// two policies' rules each other's; the braces are a Redis Cluster hash
+	// tag, which keeps one policy's counters in one slot. A name longer than
+	// [MaxKeyLength] bytes is made with k replaced by its first characters,
+	// "#=" and its SHA-256 in unpadded base64url; a k holding '}', which
+	// would end the hash tag early or leave it empty, by "#=" and its SHA-256
+	// alone.
+	PolicySeparator = "#:"
+	// DefaultLeaseTime is how long a lease may sit unused before
+	// [Limiter.Prune] returns its rest (see [WithLeaseTime]).
+	DefaultLeaseTime = time.Second
 )
 
 // SafeKey turns any string, such as one built from a request's path or
