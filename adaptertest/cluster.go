@@ -13,6 +13,7 @@ import (
 	"github.com/sluice-go/sluice/core/apikey"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	"github.com/sluice-go/sluice/core/route"
 )
 
 // The environment variables of a multi-primary cluster, such as the
@@ -116,7 +117,7 @@ func clusterCases() []dbCase {
 	}
 }
 
-const ruleRoutedBurst = "64 concurrent requests on one fresh key with max 10 through two core.Routers over the cluster's nodes " +
+const ruleRoutedBurst = "64 concurrent requests on one fresh key with max 10 through two route.Routers over the cluster's nodes " +
 	"(node-affine routing) admit exactly 10, and the stored count is 10"
 
 // routedBurst races a burst over two Routers, each over one pool per node,
@@ -134,7 +135,7 @@ func routedBurst(ctx context.Context, f *Fixture, opts ...ratelimit.Option) erro
 			}
 			as = append(as, a)
 		}
-		r, err := core.Route(as)
+		r, err := route.New(as)
 		if err != nil {
 			return err
 		}

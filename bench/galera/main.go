@@ -13,7 +13,7 @@
 //     sluice's limiter, and through a hand-written guarded UPDATE on rows
 //     made beforehand; the same with the limiter on the plain server;
 //   - hot: one key from every node, through the limiter without routing,
-//     with core.Route, with core.Route and write combining, and on the
+//     with route.New, with route.New and write combining, and on the
 //     plain server without combining;
 //   - read: a key's row read by hand on a node, plain and causal (SET
 //     STATEMENT wsrep_sync_wait=1 FOR …, as the SQL engine reads on Galera).
@@ -38,6 +38,7 @@ import (
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	"github.com/sluice-go/sluice/core/route"
 	"github.com/sluice-go/sluice/gen"
 )
 
@@ -151,7 +152,7 @@ func hotKey(int) string     { return "hot" }
 func routed(t *target) ([]*core.DB, error) {
 	var dbs []*core.DB
 	for range t.ads {
-		r, err := core.Route(t.ads)
+		r, err := route.New(t.ads)
 		if err != nil {
 			return nil, err
 		}
@@ -253,8 +254,8 @@ func buildCells(ctx context.Context, cl, pl *target) ([]cell, error) {
 		}},
 		{"uniform/limiter on one plain server", decide(plainL, uniformKey)},
 		{"hot/limiter", decide(hotL, hotKey)},
-		{"hot/limiter, core.Route", decide(routedL, hotKey)},
-		{"hot/limiter, core.Route + write combining", decide(routedCL, hotKey)},
+		{"hot/limiter, route.New", decide(routedL, hotKey)},
+		{"hot/limiter, route.New + write combining", decide(routedCL, hotKey)},
 		{"hot/limiter on one plain server", decide(hotPlainL, hotKey)},
 		{"read/plain", read(false)},
 		{"read/causal", read(true)},
@@ -331,8 +332,8 @@ func report(res map[string][]float64, nodes int) {
 	rows := []struct{ what, a, b, goal string }{
 		{"uniform keys over the nodes: limiter ÷ hand-written guarded UPDATE", "uniform/limiter", "uniform/guarded UPDATE", "≥ 0.9"},
 		{"uniform keys: cluster ÷ one plain server", "uniform/limiter", "uniform/limiter on one plain server", "reported"},
-		{"hot key from every node: core.Route ÷ without", "hot/limiter, core.Route", "hot/limiter", "≥ 2"},
-		{"hot key: core.Route + write combining ÷ one plain server without combining", "hot/limiter, core.Route + write combining", "hot/limiter on one plain server", "≥ 1"},
+		{"hot key from every node: route.New ÷ without", "hot/limiter, route.New", "hot/limiter", "≥ 2"},
+		{"hot key: route.New + write combining ÷ one plain server without combining", "hot/limiter, route.New + write combining", "hot/limiter on one plain server", "≥ 1"},
 		{"hot key: without routing ÷ one plain server", "hot/limiter", "hot/limiter on one plain server", "reported"},
 		{"a key's read: causal ÷ plain (the cost of wsrep_sync_wait=1)", "read/causal", "read/plain", "reported"},
 	}

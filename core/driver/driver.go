@@ -492,7 +492,7 @@ type Where struct {
 //
 // It also counts the conflicts the storage retried for that context
 // (deadlock victims, Galera certification failures, serialization
-// failures: [RoundTrips.Retries]) and, under core.Route, which node of the
+// failures: [RoundTrips.Retries]) and, under route.New, which node of the
 // cluster answered last ([RoundTrips.Node]).
 type RoundTrips struct {
 	n, retries atomic.Int64
@@ -507,7 +507,7 @@ func (r *RoundTrips) Retries() int64 {
 	return r.retries.Load()
 }
 
-// Node returns the index (in core.Route's order) of the cluster node that
+// Node returns the index (in route.New's order) of the cluster node that
 // answered the last call, or -1 when no router chose one.
 func (r *RoundTrips) Node() int {
 	if r == nil {
@@ -526,7 +526,7 @@ func AddRetries(ctx context.Context, n int64) {
 }
 
 // SetNode records that node i of a cluster answers the call under ctx
-// (core.Route calls it). It does nothing unless ctx comes from
+// (route.New calls it). It does nothing unless ctx comes from
 // [WithRoundTrips].
 func SetNode(ctx context.Context, i int) {
 	if r, ok := ctx.Value(roundTripsKey{}).(*RoundTrips); ok {

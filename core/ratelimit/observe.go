@@ -39,7 +39,7 @@ type Event struct {
 	// driver.RoundTrips.Retries).
 	Retries int64
 	// Node is the index of the cluster node that answered, under
-	// core.Route (see driver.RoundTrips.Node); -1 otherwise.
+	// route.New (see driver.RoundTrips.Node); -1 otherwise.
 	Node int
 	// Leased is how many units of the key, under the rule, the limiter
 	// holds in its lease after the decision ([WithLeases]; 0 without):

@@ -1,4 +1,8 @@
-package core
+// Package route sends each row's calls to one node of a multi-primary
+// cluster, such as MariaDB Galera: a [Router] is a driver.Adapter over one
+// adapter per node, which [core.New] wraps as any other. It imports only
+// core and core/driver; a program on one database never needs it.
+package route
 
 import (
 	"context"
@@ -9,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -23,9 +28,9 @@ import (
 // Every process routes a key to the same node: the hash is FNV-1a of the
 // column and the value, the node its remainder by the number of nodes.
 //
-// A call whose node fails with [ErrUnavailable] returns that error (its
+// A call whose node fails with [core.ErrUnavailable] returns that error (its
 // write may have been in flight: it is never sent again elsewhere), and
-// the node is passed over for the retry interval ([RouteRetryAfter], 1 s by
+// the node is passed over for the retry interval ([WithRetryAfter], 1 s by
 // default): its keys go to the next node in order until then. The first
 // call after the interval tries the node again. Routing changes no
 // outcome: the cluster replicates synchronously and certifies every
@@ -33,7 +38,7 @@ import (
 // the conflicts away. Transactions, and calls that name no row, go to the
 // first available node.
 //
-// Wrap a Router in [New] as any adapter. Every node's adapter must
+// Wrap a Router in [core.New] as any adapter. Every node's adapter must
 // implement [driver.Incrementer] and [driver.Transactor]; see
 // [Router.Nodes] for what each node did.
 type Router struct {
@@ -59,7 +64,7 @@ type routeNode struct {
 type NodeStats struct {
 	// Calls is how many calls the node answered or failed.
 	Calls int64
-	// Unavailable is how many of them failed with [ErrUnavailable].
+	// Unavailable is how many of them failed with [core.ErrUnavailable].
 	Unavailable int64
 	// Moved is how many calls the node took for another node that was
 	// passed over as unavailable.
@@ -68,41 +73,47 @@ type NodeStats struct {
 	Down bool
 }
 
-// RouteOption configures [Route].
-type RouteOption func(*Router)
+// Option configures [New].
+type Option func(*Router)
 
-// RouteRetryAfter sets how long a node that failed with [ErrUnavailable]
+// WithRetryAfter sets how long a node that failed with [core.ErrUnavailable]
 // is passed over (1 s by default; at least 1 ms).
-func RouteRetryAfter(d time.Duration) RouteOption { return func(r *Router) { r.retry = d } }
+func WithRetryAfter(d time.Duration) Option { return func(r *Router) { r.retry = d } }
 
-// RouteClock sets the clock of the retry interval (time.Now by default),
+// WithClock sets the clock of the retry interval (time.Now by default),
 // for tests.
-func RouteClock(now func() time.Time) RouteOption { return func(r *Router) { r.now = now } }
+func WithClock(now func() time.Time) Option { return func(r *Router) { r.now = now } }
 
-// Route returns a Router over nodes, one adapter per node of one cluster,
+// invalid is the error of New for a request refused before any node is
+// used: a [*core.Error] of kind core.ErrInvalid, as core's own.
+func invalid(format string, args ...any) error {
+	return &core.Error{Op: "Route", Kind: core.ErrInvalid, Err: fmt.Errorf(format, args...)}
+}
+
+// New returns a Router over nodes, one adapter per node of one cluster,
 // in an order every process shares. It fails with [ErrInvalid] for fewer
 // than one node, a nil node, a node whose adapter lacks IncrementOne or
 // transactions, a nil option or a retry interval under 1 ms.
-func Route(nodes []driver.Adapter, opts ...RouteOption) (*Router, error) {
+func New(nodes []driver.Adapter, opts ...Option) (*Router, error) {
 	r := &Router{retry: time.Second, now: time.Now, saves: true}
 	for i, o := range opts {
 		if o == nil {
-			return nil, invalid("Route", "", "option %d is nil", i)
+			return nil, invalid("option %d is nil", i)
 		}
 		o(r)
 	}
 	if r.retry < time.Millisecond || r.now == nil {
-		return nil, invalid("Route", "", "retry interval %v (want at least 1ms) or nil clock", r.retry)
+		return nil, invalid("retry interval %v (want at least 1ms) or nil clock", r.retry)
 	}
 	if len(nodes) == 0 {
-		return nil, invalid("Route", "", "no nodes")
+		return nil, invalid("no nodes")
 	}
 	r.nodes = make([]routeNode, len(nodes))
 	for i, a := range nodes {
 		inc, ok1 := a.(driver.Incrementer)
 		tx, ok2 := a.(driver.Transactor)
 		if a == nil || !ok1 || !ok2 {
-			return nil, invalid("Route", "", "node %d: adapter %T must implement driver.Incrementer and driver.Transactor", i, a)
+			return nil, invalid("node %d: adapter %T must implement driver.Incrementer and driver.Transactor", i, a)
 		}
 		n := &r.nodes[i]
 		n.a, n.inc, n.tx = a, inc, tx
@@ -112,7 +123,7 @@ func Route(nodes []driver.Adapter, opts ...RouteOption) (*Router, error) {
 	return r, nil
 }
 
-// Nodes returns what each node did, in the order Route was given them.
+// Nodes returns what each node did, in the order New was given them.
 func (r *Router) Nodes() []NodeStats {
 	now := r.now().UnixNano()
 	out := make([]NodeStats, len(r.nodes))
@@ -197,7 +208,7 @@ func (r *Router) pick(home int) (int, bool) {
 }
 
 // on runs a call on the node for home and keeps its account: a failure
-// with ErrUnavailable passes the node over for the retry interval. The
+// with core.ErrUnavailable passes the node over for the retry interval. The
 // node is recorded in ctx's [driver.RoundTrips] (the limiter's observer
 // reports it as Event.Node).
 func on[T any](ctx context.Context, r *Router, home int, call func(n *routeNode) (T, error)) (T, error) {
@@ -209,7 +220,7 @@ func on[T any](ctx context.Context, r *Router, home int, call func(n *routeNode)
 		n.moved.Add(1)
 	}
 	out, err := call(n)
-	if err != nil && errors.Is(err, ErrUnavailable) {
+	if err != nil && errors.Is(err, core.ErrUnavailable) {
 		n.unavailable.Add(1)
 		n.downUntil.Store(r.now().Add(r.retry).UnixNano())
 	}
@@ -300,7 +311,7 @@ func (r *Router) Transaction(ctx context.Context, fn func(ctx context.Context, t
 // caller owns (see [driver.RecordOwner]).
 func (r *Router) RecordsOwned() bool {
 	for i := range r.nodes {
-		if !ownsRecords(r.nodes[i].a) {
+		if o, ok := r.nodes[i].a.(driver.RecordOwner); !ok || !o.RecordsOwned() {
 			return false
 		}
 	}
@@ -313,7 +324,7 @@ func (r *Router) CreateTables(ctx context.Context, tables []*driver.Table) error
 	_, err := on(ctx, r, 0, func(n *routeNode) (struct{}, error) {
 		tc, ok := n.a.(driver.TableCreator)
 		if !ok {
-			return struct{}{}, fmt.Errorf("%w: adapter %T cannot create tables", ErrUnsupported, n.a)
+			return struct{}{}, fmt.Errorf("%w: adapter %T cannot create tables", core.ErrUnsupported, n.a)
 		}
 		return struct{}{}, tc.CreateTables(ctx, tables)
 	})

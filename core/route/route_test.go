@@ -1,4 +1,4 @@
-package core_test
+package route_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
+	"github.com/sluice-go/sluice/core/route"
 )
 
 // node is one node of a simulated cluster: the nodes share one memory
@@ -61,6 +62,19 @@ func (n *node) FindOne(ctx context.Context, t *driver.Table, where []driver.Wher
 	return n.Memory.FindOne(ctx, t, where)
 }
 
+// bare hides every optional interface of the adapter it holds.
+type bare struct{ driver.Adapter }
+
+// mustDB wraps a in a core.DB or stops the test.
+func mustDB(t testing.TB, a driver.Adapter) *core.DB {
+	t.Helper()
+	db, err := core.New(a)
+	if err != nil {
+		t.Fatalf("core.New: %v", err)
+	}
+	return db
+}
+
 func cluster(n int) ([]*node, []driver.Adapter) {
 	m := memory.New()
 	var nodes []*node
@@ -72,9 +86,9 @@ func cluster(n int) ([]*node, []driver.Adapter) {
 	return nodes, as
 }
 
-func routed(t *testing.T, as []driver.Adapter, opts ...core.RouteOption) (*core.Router, *core.DB) {
+func routed(t *testing.T, as []driver.Adapter, opts ...route.Option) (*route.Router, *core.DB) {
 	t.Helper()
-	r, err := core.Route(as, opts...)
+	r, err := route.New(as, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +146,7 @@ func TestRouteFailover(t *testing.T) {
 	ctx := t.Context()
 	clock := testclock.New(time.Unix(1_700_000_000, 0))
 	nodes, as := cluster(3)
-	r, db := routed(t, as, core.RouteRetryAfter(time.Second), core.RouteClock(clock.Now))
+	r, db := routed(t, as, route.WithRetryAfter(time.Second), route.WithClock(clock.Now))
 	tb, _ := db.Schema().Table(core.ModelRateLimit)
 	where := []driver.Where{{Column: "key", Op: driver.OpEq, Value: "k"}}
 	home := r.NodeOf(tb, where)
@@ -236,12 +250,12 @@ func (n *appliedThenDown) IncrementOne(ctx context.Context, t *driver.Table, whe
 // TestRouteInvalid: Route refuses what it cannot route, before any call.
 func TestRouteInvalid(t *testing.T) {
 	_, as := cluster(2)
-	for name, f := range map[string]func() (*core.Router, error){
-		"no nodes":   func() (*core.Router, error) { return core.Route(nil) },
-		"nil node":   func() (*core.Router, error) { return core.Route([]driver.Adapter{as[0], nil}) },
-		"bare node":  func() (*core.Router, error) { return core.Route([]driver.Adapter{bare{as[0]}}) },
-		"nil option": func() (*core.Router, error) { return core.Route(as, nil) },
-		"retry 0":    func() (*core.Router, error) { return core.Route(as, core.RouteRetryAfter(0)) },
+	for name, f := range map[string]func() (*route.Router, error){
+		"no nodes":   func() (*route.Router, error) { return route.New(nil) },
+		"nil node":   func() (*route.Router, error) { return route.New([]driver.Adapter{as[0], nil}) },
+		"bare node":  func() (*route.Router, error) { return route.New([]driver.Adapter{bare{as[0]}}) },
+		"nil option": func() (*route.Router, error) { return route.New(as, nil) },
+		"retry 0":    func() (*route.Router, error) { return route.New(as, route.WithRetryAfter(0)) },
 	} {
 		if _, err := f(); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("%s: %v, want core.ErrInvalid", name, err)
@@ -259,7 +273,7 @@ func TestRouteReportsTheNode(t *testing.T) {
 	home := r.NodeOf(tb, []driver.Where{{Column: "key", Op: driver.OpEq, Value: "k"}})
 	var nodes []int
 	observe := ratelimit.WithObserver(func(_ context.Context, e ratelimit.Event) { nodes = append(nodes, e.Node) })
-	for _, d := range []*core.DB{db, mustNew(t, as[0])} {
+	for _, d := range []*core.DB{db, mustDB(t, as[0])} {
 		l, err := ratelimit.New(ratelimit.Database(d), observe)
 		if err != nil {
 			t.Fatal(err)
