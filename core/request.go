@@ -4,9 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -14,7 +12,7 @@ import (
 // This file holds the values a request to [DB] names and returns: the
 // [Where] conditions that guard it and the [Row] it answers, and how their
 // values convert to and from what the adapters store (toStorage,
-// fromStorage, and the one rule for storable text).
+// fromStorage; the rule for storable text is driver.StorableText).
 
 // Where is one condition on a field of a model, by its logical name. A
 // request's where clauses are joined by AND. [DB] checks the value against
@@ -139,29 +137,10 @@ func fromStorage(f Field, v any) (any, error) {
 	return nil, fmt.Errorf("cannot convert %T to %s", v, f.Type)
 }
 
-// storableString refuses what some database would not store byte for byte:
-// invalid UTF-8 (PostgreSQL refuses it, MySQL refuses or truncates it, and a
-// driver may rewrite it to U+FFFD, so two distinct keys would share a row)
-// and NUL (PostgreSQL refuses it in text, C-string APIs cut at it). Checking
-// here, before any adapter runs, makes every adapter refuse the same way.
-func storableString(s string) error {
-	if i := strings.IndexByte(s, 0); i >= 0 {
-		return fmt.Errorf("string contains a NUL byte at offset %d, which not every database stores", i)
-	}
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			return fmt.Errorf("string is not valid UTF-8: byte 0x%02x at offset %d", s[i], i)
-		}
-		i += size
-	}
-	return nil
-}
-
 // toStorage checks that a caller's value suits the field and normalises it:
 // any integer becomes int64, times become UTC truncated to the millisecond
 // (the precision every dialect keeps), strings must be valid UTF-8 without
-// NUL (see storableString), pointers are dereferenced, nil stays nil.
+// NUL (see driver.StorableText), pointers are dereferenced, nil stays nil.
 func toStorage(f Field, v any) (any, error) {
 	if v == nil {
 		return nil, nil
@@ -186,7 +165,7 @@ func toStorage(f Field, v any) (any, error) {
 		}
 	case TypeString:
 		if s, ok := v.(string); ok {
-			if err := storableString(s); err != nil {
+			if err := driver.StorableText(s); err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)
 			}
 			return v, nil // the caller's boxed string: no new boxing
@@ -202,13 +181,3 @@ func toStorage(f Field, v any) (any, error) {
 	}
 	return nil, fmt.Errorf("field %q is %s, got %T", f.Name, f.Type, v)
 }
-
-// StorableText reports why s is not text that every storage keeps byte
-// for byte, or nil: invalid UTF-8 (PostgreSQL refuses it, MySQL refuses or
-// truncates it, encoding/json rewrites it to U+FFFD) and NUL (PostgreSQL
-// refuses it in text, C-string APIs cut at it). The error names the
-// offending byte's offset, never s itself. It is the rule core.DB applies
-// to every string it writes; packages that store a caller's text some
-// other way (as JSON, in a key-value store) apply it themselves, so that
-// every storage refuses the same strings.
-func StorableText(s string) error { return storableString(s) }

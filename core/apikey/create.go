@@ -9,8 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // CreateParams describes a new key. The zero value of every optional field
@@ -175,7 +175,7 @@ func checkPermissionName(s string) error {
 	if s == "" {
 		return errors.New("is empty")
 	}
-	return core.StorableText(s)
+	return driver.StorableText(s)
 }
 
 // encodeJSON returns nil for an empty map, so that the column stays NULL.

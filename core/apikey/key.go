@@ -13,6 +13,8 @@ import (
 
 // The sizes of a key, and the bounds of what Create, Update, Verify and
 // ListPage accept: beyond them input is refused with [core.ErrInvalid].
+// Then the denial codes of a [Result] (a successful verification has
+// the empty [Code]).
 const (
 	// KeyLength is how many random letters follow the prefix in a new key.
 	KeyLength = 64
@@ -30,6 +32,16 @@ const (
 	MaxLimitNameLength = 64
 	// MaxPageSize is the most keys one [Manager.ListPage] returns.
 	MaxPageSize = 1000
+
+	// The denial codes of a [Result], Better Auth's.
+	CodeInvalid       = keystore.Invalid // unknown key (or deleted during verification)
+	CodeDisabled      = keystore.Disabled
+	CodeExpired       = keystore.Expired
+	CodeUsageExceeded = keystore.UsageExceeded // quota exhausted
+	CodeRateLimited   = keystore.RateLimited   // the key's rate limit or one of its named limits reached
+	// CodeForbidden: the key lacks a permission the request requires (see
+	// [Permissions] and [AnyPermission]).
+	CodeForbidden = keystore.Forbidden
 )
 
 // hashBuf holds any key that Create makes (a prefix and KeyLength letters)

@@ -4,17 +4,17 @@ import (
 	"fmt"
 	"reflect"
 
-	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // checkText is the rule for every string a caller gives a key to store
 // (its owner, config id, name and prefix, permissions, metadata keys and
 // values, limit names): text that every store keeps byte for byte (see
-// core.StorableText), so that what is read back is what was given, in
+// driver.StorableText), so that what is read back is what was given, in
 // database and storage-only mode alike. A string that breaks it is an
 // error wrapping core.ErrInvalid that names the field, before any write.
 func checkText(field, s string) error {
-	if err := core.StorableText(s); err != nil {
+	if err := driver.StorableText(s); err != nil {
 		return invalidf("%s: %v", field, err)
 	}
 	return nil

@@ -100,18 +100,6 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 // Code.Message a sentence for people.
 type Code = keystore.Code
 
-// The denial codes. A successful verification has the empty code.
-const (
-	CodeInvalid       = keystore.Invalid // unknown key (or deleted during verification)
-	CodeDisabled      = keystore.Disabled
-	CodeExpired       = keystore.Expired
-	CodeUsageExceeded = keystore.UsageExceeded // quota exhausted
-	CodeRateLimited   = keystore.RateLimited   // the key's rate limit or one of its named limits reached
-	// CodeForbidden: the key lacks a permission the request requires (see
-	// [Permissions] and [AnyPermission]).
-	CodeForbidden = keystore.Forbidden
-)
-
 // Result is the outcome of [Manager.Verify]. A denial is a Result with
 // Valid == false, never an error.
 type Result struct {

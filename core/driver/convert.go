@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // TimeLayout is the fixed-width UTC text form of a time, the same as
@@ -145,4 +146,28 @@ func toInt64(v any) (int64, error) {
 		return strconv.ParseInt(x, 10, 64)
 	}
 	return 0, fmt.Errorf("cannot convert %T to an integer", v)
+}
+
+// StorableText reports why s is not text that every storage keeps byte
+// for byte, or nil: invalid UTF-8 (PostgreSQL refuses it, MySQL refuses or
+// truncates it, encoding/json rewrites it to U+FFFD, and a driver may
+// rewrite it, so two distinct keys would share a row) and NUL (PostgreSQL
+// refuses it in text, C-string APIs cut at it). The error names the
+// offending byte's offset, never s itself. core.DB applies it to every
+// string it writes, before any adapter runs, so every adapter receives
+// only such text and refuses the same strings; packages that store a
+// caller's text some other way (as JSON, in a key-value store, as
+// core/apikey's storage-only mode) apply it themselves.
+func StorableText(s string) error {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return fmt.Errorf("string contains a NUL byte at offset %d, which not every database stores", i)
+	}
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return fmt.Errorf("string is not valid UTF-8: byte 0x%02x at offset %d", s[i], i)
+		}
+		i += size
+	}
+	return nil
 }
