@@ -53,7 +53,10 @@
 // other keys (its id index and owner sets) are written by separate
 // single-key commands, and storage-only mode never needs them in one
 // script. Scripts are run by SHA1 (EVALSHA) and loaded again when Redis
-// answers NOSCRIPT, after a restart or SCRIPT FLUSH. Context deadlines are
+// answers NOSCRIPT, after a restart or SCRIPT FLUSH. While [DefaultInFlight]
+// counter scripts are in flight, the calls that follow are batched into one
+// pipeline, each still its own script with its own answer ([WithInFlight]).
+// Context deadlines are
 // honoured; a Redis outage is an error, which the rate limiter turns into a
 // denial by default (fail closed).
 package sluiceredis

@@ -32,11 +32,16 @@ func (s *Storage) evalInts(ctx context.Context, sc *script, key string, args ...
 	a[0], a[1], a[2], a[3] = "evalsha", sc.sha, 1, key
 	a = append(a, args...)
 	cmd := redis.NewIntSliceCmd(ctx, a...)
-	err := s.client.Process(ctx, cmd)
+	err := s.pipe.process(ctx, s.client, cmd)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		a[0], a[1] = "eval", sc.src
 		cmd = redis.NewIntSliceCmd(ctx, a...)
-		err = s.client.Process(ctx, cmd)
+		err = s.pipe.process(ctx, s.client, cmd)
 	}
-	return cmd.Val(), err
+	if err != nil {
+		// After a context's end the command may still be answered by the
+		// batch it was queued in (see pipe): it is not read.
+		return nil, err
+	}
+	return cmd.Val(), nil
 }

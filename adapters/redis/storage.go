@@ -17,8 +17,10 @@ import (
 // (for the rate limiter: a policy's rules in one script) and keystore.Claimer and
 // keystore.Indexer (for storage-only API keys). It is safe for concurrent use.
 type Storage struct {
-	client redis.UniversalClient
-	prefix string
+	client   redis.UniversalClient
+	prefix   string
+	inFlight int
+	pipe     *pipe // nil: every command alone
 }
 
 // Option configures [New].
@@ -28,14 +30,37 @@ type Option func(*Storage)
 // other applications (default "sluice:").
 func WithPrefix(prefix string) Option { return func(s *Storage) { s.prefix = prefix } }
 
+// DefaultInFlight is how many counter scripts a Storage has in flight
+// before the calls that follow are batched (see [WithInFlight]).
+const DefaultInFlight = 4
+
+// WithInFlight sets how many counter scripts (the rate limiter's
+// decisions) the storage sends alone at once, each on its own round trip;
+// the calls made while n are in flight queue, and when one returns the
+// queue goes as one pipeline: one write and one read on the client and on
+// the server for the whole batch instead of one each. Each decision is still
+// its own atomic script with its own answer; only the round trip is
+// shared. A caller alone never waits; under concurrency the batches cut the
+// system calls of both sides (at 32 goroutines on one two-CPU machine,
+// about twice the decisions per second). n = 0 sends every call alone, as
+// go-redis does; the default is [DefaultInFlight]. A negative n is refused
+// by New.
+func WithInFlight(n int) Option { return func(s *Storage) { s.inFlight = n } }
+
 // New returns a storage on client: a *redis.Client, *redis.ClusterClient or *redis.Ring.
 func New(client redis.UniversalClient, opts ...Option) (*Storage, error) {
 	if client == nil {
 		return nil, fmt.Errorf("sluiceredis: %w: nil client", core.ErrInvalid)
 	}
-	s := &Storage{client: client, prefix: "sluice:"}
+	s := &Storage{client: client, prefix: "sluice:", inFlight: DefaultInFlight}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.inFlight < 0 {
+		return nil, fmt.Errorf("sluiceredis: %w: WithInFlight(%d): a negative count of round trips", core.ErrInvalid, s.inFlight)
+	}
+	if s.inFlight > 0 {
+		s.pipe = newPipe(s.inFlight)
 	}
 	return s, nil
 }
