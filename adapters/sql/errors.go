@@ -5,16 +5,13 @@ import (
 	sqldriver "database/sql/driver"
 	"errors"
 	"fmt"
-	"github.com/sluice-go/sluice/core/driver"
 	"io"
-	"math/rand/v2"
 	"net"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/sluice-go/sluice/core"
 )
@@ -142,78 +139,5 @@ func (e *engine) mapErr(err error) error {
 		return fmt.Errorf("%w: the transaction has ended (committed or rolled back) or was aborted by an earlier error; nothing was written: %w", core.ErrInvalid, err)
 	default:
 		return fmt.Errorf("%w: %w", classSentinels[cl], err)
-	}
-}
-
-// Retry policy. A statement that ran alone (autocommit) and failed as
-// retryable took no effect, and neither did a transaction the engine owns
-// that failed so: both run again, after a pause with full jitter that
-// doubles up to a cap, at most maxAttempts times in all and never past the
-// context. Inside a transaction the caller owns nothing is retried: the
-// whole transaction is the unit, and it is the caller's to repeat.
-const (
-	maxAttempts  = 12
-	retryBackoff = time.Millisecond
-	retryCap     = 64 * time.Millisecond
-	// retryBudget is how long a run of retryable failures is retried at
-	// least, past maxAttempts: under SERIALIZABLE on a loaded server the
-	// aborts come in runs, and a count alone ran out within a few hundred
-	// milliseconds (bench/leases, uniform keys at SERIALIZABLE).
-	retryBudget = time.Second
-)
-
-// retry runs op until it succeeds, fails for another reason, or the
-// attempts (or the engine's wait for a busy database) or the context run
-// out.
-func (a *Adapter) retry(ctx context.Context, op func() error) error {
-	var err error
-	start := time.Now()
-	for attempt := 0; ; attempt++ {
-		err = op()
-		if err == nil || a.inTx || a.e.classify(err) != retryable {
-			return a.e.mapErr(err)
-		}
-		if !a.e.again(attempt, start) {
-			return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, attempt+1, err)
-		}
-		driver.AddRetries(ctx, 1)
-		if werr := pause(ctx, attempt); werr != nil {
-			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
-		}
-	}
-}
-
-// again reports whether a retryable failure of attempt (counted from 0),
-// in a run that began at start, is tried once more: up to maxAttempts in
-// all, and beyond them for retryBudget, or while the engine waits for a
-// busy database itself (SQLite) when that is longer.
-func (e *engine) again(attempt int, start time.Time) bool {
-	return attempt < maxAttempts-1 || time.Since(start) < max(e.busyWait, retryBudget)
-}
-
-// retried is retry for an operation with a result.
-func retried[T any](a *Adapter, ctx context.Context, op func() (T, error)) (T, error) {
-	var out T
-	err := a.retry(ctx, func() (err error) {
-		out, err = op()
-		return err
-	})
-	return out, err
-}
-
-// pause waits a random time below retryBackoff·2^attempt (capped), or
-// until ctx ends.
-func pause(ctx context.Context, attempt int) error {
-	limit := retryBackoff << min(attempt, 16)
-	if limit > retryCap {
-		limit = retryCap
-	}
-	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }

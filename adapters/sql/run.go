@@ -3,10 +3,18 @@ package sluicesql
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"time"
 
+	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
+
+// This file runs the engine's statements on its executor: each one
+// counted as a round trip, retried under the retry policy below when its
+// error's class (errors.go) says it took no effect, and its rows read
+// into records.
 
 // scanRecords reads every remaining row into a record keyed by column
 // name, each value as the driver produced it (core.DB converts them).
@@ -120,4 +128,77 @@ func (a *Adapter) exec(ctx context.Context, q string, args []any) (int64, error)
 		return 0, err
 	}
 	return res.RowsAffected()
+}
+
+// Retry policy. A statement that ran alone (autocommit) and failed as
+// retryable took no effect, and neither did a transaction the engine owns
+// that failed so: both run again, after a pause with full jitter that
+// doubles up to a cap, at most maxAttempts times in all and never past the
+// context. Inside a transaction the caller owns nothing is retried: the
+// whole transaction is the unit, and it is the caller's to repeat.
+const (
+	maxAttempts  = 12
+	retryBackoff = time.Millisecond
+	retryCap     = 64 * time.Millisecond
+	// retryBudget is how long a run of retryable failures is retried at
+	// least, past maxAttempts: under SERIALIZABLE on a loaded server the
+	// aborts come in runs, and a count alone ran out within a few hundred
+	// milliseconds (bench/leases, uniform keys at SERIALIZABLE).
+	retryBudget = time.Second
+)
+
+// retry runs op until it succeeds, fails for another reason, or the
+// attempts (or the engine's wait for a busy database) or the context run
+// out.
+func (a *Adapter) retry(ctx context.Context, op func() error) error {
+	var err error
+	start := time.Now()
+	for attempt := 0; ; attempt++ {
+		err = op()
+		if err == nil || a.inTx || a.e.classify(err) != retryable {
+			return a.e.mapErr(err)
+		}
+		if !a.e.again(attempt, start) {
+			return fmt.Errorf("%w: gave up after %d attempts: %w", core.ErrContention, attempt+1, err)
+		}
+		driver.AddRetries(ctx, 1)
+		if werr := pause(ctx, attempt); werr != nil {
+			return fmt.Errorf("%w: %w (while waiting to retry: %w)", core.ErrContention, err, werr)
+		}
+	}
+}
+
+// again reports whether a retryable failure of attempt (counted from 0),
+// in a run that began at start, is tried once more: up to maxAttempts in
+// all, and beyond them for retryBudget, or while the engine waits for a
+// busy database itself (SQLite) when that is longer.
+func (e *engine) again(attempt int, start time.Time) bool {
+	return attempt < maxAttempts-1 || time.Since(start) < max(e.busyWait, retryBudget)
+}
+
+// retried is retry for an operation with a result.
+func retried[T any](a *Adapter, ctx context.Context, op func() (T, error)) (T, error) {
+	var out T
+	err := a.retry(ctx, func() (err error) {
+		out, err = op()
+		return err
+	})
+	return out, err
+}
+
+// pause waits a random time below retryBackoff·2^attempt (capped), or
+// until ctx ends.
+func pause(ctx context.Context, attempt int) error {
+	limit := retryBackoff << min(attempt, 16)
+	if limit > retryCap {
+		limit = retryCap
+	}
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(limit)) + 1))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
