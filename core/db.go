@@ -412,12 +412,19 @@ func (db *DB) prepare(op, model string, where []Where) (*driver.Table, []driver.
 	return db.prepareInto(op, model, where, make([]driver.Where, 0, len(where)))
 }
 
+// table returns the resolved table of a logical model: Schema.Table, read
+// here, where every request looks it up.
+func (db *DB) table(model string) (*driver.Table, bool) {
+	t, ok := db.schema.byName[model]
+	return t, ok
+}
+
 // prepareInto is prepare appending the mapped clauses to out.
 func (db *DB) prepareInto(op, model string, where []Where, out []driver.Where) (*driver.Table, []driver.Where, error) {
 	if err := db.initialised(op, model); err != nil {
 		return nil, nil, err
 	}
-	t, ok := db.schema.Table(model)
+	t, ok := db.table(model)
 	if !ok {
 		return nil, nil, invalid(op, model, "unknown model %q", model)
 	}
@@ -609,13 +616,13 @@ func (db *DB) checkSchema(ctx context.Context, op string, models []string) error
 	}
 	if len(models) == 0 {
 		for _, m := range db.schema.Models() {
-			if t, _ := db.schema.Table(m); !t.Optional {
+			if t, _ := db.table(m); !t.Optional {
 				models = append(models, m)
 			}
 		}
 	}
 	for _, m := range models {
-		t, ok := db.schema.Table(m)
+		t, ok := db.table(m)
 		if !ok {
 			return invalid(op, m, "unknown model %q", m)
 		}
@@ -669,7 +676,7 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	vi := db.value
 	var c driver.Column
 	var found bool
-	if t, ok := db.schema.Table(req.Model); ok {
+	if t, ok := db.table(req.Model); ok {
 		c, found = t.Column(field)
 	}
 	if vi == nil || by == 0 || !found || c.Field.Nullable || c.Field.Type != TypeInt || c.Field.Primary {

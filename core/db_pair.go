@@ -69,7 +69,7 @@ func (db *DB) pairRequest(op string, req PairRequest) (*driver.Table, driver.Del
 	if err := db.initialised(op, req.Model); err != nil {
 		return nil, driver.Delta{}, driver.PairBounds{}, err
 	}
-	t, ok := db.schema.Table(req.Model)
+	t, ok := db.table(req.Model)
 	if !ok {
 		return nil, driver.Delta{}, driver.PairBounds{}, invalid(op, req.Model, "unknown model %q", req.Model)
 	}

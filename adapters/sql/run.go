@@ -154,8 +154,10 @@ func (a *Adapter) retry(ctx context.Context, op func() error) error {
 	var err error
 	start := time.Now()
 	for attempt := 0; ; attempt++ {
-		err = op()
-		if err == nil || a.inTx || a.e.classify(err) != retryable {
+		if err = op(); err == nil {
+			return nil
+		}
+		if a.inTx || a.e.classify(err) != retryable {
 			return a.e.mapErr(err)
 		}
 		if !a.e.again(attempt, start) {
