@@ -18,10 +18,11 @@
 // answers with a [Record] keyed by column names, in whatever form its
 // driver produced; [ParseInt] and [ParseTime] read those forms.
 //
-// The whole contract is one file, driver.go: every interface and the
-// values it passes (Table, Where, Record, …) and the round-trip counter.
-// convert.go holds the forms of times and integers, errors.go the
-// sentinels an adapter answers with.
+// As in database/sql/driver, driver.go holds the interfaces, what an
+// adapter or a storage implements, and no code; types.go the values they
+// pass (Table, Where, Record, …), the round-trip counter and the forms of
+// text, times and integers; errors.go the sentinels an adapter answers
+// with.
 //
 // Package adaptertest is the conformance and race suite that every
 // adapter and storage runs.

@@ -34,3 +34,9 @@ var (
 	// PostgreSQL.
 	ErrWrongDatabase = errors.New("wrong database family")
 )
+
+// ErrNoPair is what a [PairIncrementer] returns for a request it cannot
+// answer in one statement (for the SQL engine on MySQL: ranges too wide to
+// pack into one integer, or an executor whose results carry no last insert
+// id). Nothing was written.
+var ErrNoPair = errors.New("driver: the pair increment needs more than one statement here")
