@@ -98,7 +98,7 @@ func (h nonAtomicHarness) Close() {}
 // text).
 func catchesNonAtomic(c dbCase) bool {
 	switch c.name {
-	case "DeadlockVictimsRetried", "HostileKeysAreStorable", "RowDeletedBetweenReadAndWrite", "EdgesAgainstBigModel", "StoredTextRoundTrips":
+	case "DeadlockVictimsRetried", "HostileKeysAreStorable", "RowDeletedBetweenReadAndWrite", "EdgesAgainstBigModel", "PolicyAtTheEdges", "StoredTextRoundTrips":
 		return false
 	case "PolicyAllOrNothingGCRA/pools=4":
 		// GCRA's writes inside the policy's transaction, which the memory

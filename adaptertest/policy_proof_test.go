@@ -11,7 +11,7 @@ import (
 // charges of the rules decided before the one that denied, and the case
 // fails; against the memory adapter unbroken it passes.
 func TestPolicyRaceCaught(t *testing.T) {
-	for _, name := range []string{"PolicyAllOrNothing/pools=1", "PolicyAllOrNothing/pools=4", "PolicyAllOrNothingGCRA/pools=4"} {
+	for _, name := range []string{"PolicyAllOrNothing/pools=1", "PolicyAllOrNothing/pools=4", "PolicyAllOrNothingGCRA/pools=4", "PolicyAtTheEdges"} {
 		t.Run(name, func(t *testing.T) {
 			c := caseNamed(t, rateLimitCases(), name)
 			rec := runRecorded(t, brokenMaker(keepsOnError), c)

@@ -158,6 +158,7 @@ func rateLimitCases() []dbCase {
 		{"PolicyAllOrNothing/pools=1", rulePolicy, transactions, rlPolicyRace(fixed, 1)},
 		{"PolicyAllOrNothing/pools=4", rulePolicy, transactions, rlPolicyRace(fixed, rlPools)},
 		{"PolicyAllOrNothingGCRA/pools=4", rulePolicy, transactions, rlPolicyRace(ratelimit.GCRA, rlPools)},
+		{"PolicyAtTheEdges", rulePolicyEdges, transactions, checked(rlPolicyEdges)},
 		{"HostileKeysAreStorable", ruleHostileKeys, 0, checked(rlHostileKeys)},
 		{"RowDeletedBetweenReadAndWrite", ruleDeletedRow, 0, checked(rlDeletedRow)},
 		{"EdgesAgainstBigModel", ruleEdges, 0, checked(rlEdges)},
