@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/sluice-go/sluice/core/internal/testrace"
 )
@@ -12,8 +13,7 @@ import (
 // admitOne decides one request of a Max-1 fixed window on e (locked,
 // existed: it held a counter) and unlocks it.
 func admitOne(e *memEntry, existed bool) bool {
-	var st state
-	e.c, st = windowed(e.c, existed, Rule{Window: time.Hour, Max: 1}, 1, 1, false)
+	st := windowed(&e.c, existed, &Rule{Window: time.Hour, Max: 1}, 1, 1, false)
 	e.mu.Unlock()
 	return st.allowed
 }
@@ -36,8 +36,7 @@ func TestMemTableManyKeysAtOnceAreExact(t *testing.T) {
 		for j := range keys {
 			k := (j*7 + g*31) % keys
 			e, existed := m.acquire(names[k], 1)
-			var st state
-			e.c, st = windowed(e.c, existed, Rule{Window: time.Hour, Max: max}, 1, 1, false)
+			st := windowed(&e.c, existed, &Rule{Window: time.Hour, Max: max}, 1, 1, false)
 			e.mu.Unlock()
 			if st.allowed {
 				counts[k].Add(1)
@@ -91,7 +90,7 @@ func TestMemTableInsertLooksAgain(t *testing.T) {
 func brokenInsert(m *memTable, sh *memShard, h uint64, key string) (*memEntry, bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	e := &memEntry{hash: h, key: key}
+	e := &memEntry{tag: tagOf(h), key: key}
 	e.mu.Lock()
 	tab := sh.slots.Load()
 	_, i := m.find(tab, h, key)
@@ -140,5 +139,14 @@ func TestMemTableRemovedEntryIsNotCounted(t *testing.T) {
 		if admitted != c.want {
 			t.Errorf("%s: admitted %d after the reset, want %d", c.name, admitted, c.want)
 		}
+	}
+}
+
+// TestMemEntryIsOneCacheLine: an entry fills the 64-byte size class, whose
+// objects are 64-byte aligned, so that a decision on a key not in cache
+// misses one line for it, not two (see memEntry).
+func TestMemEntryIsOneCacheLine(t *testing.T) {
+	if n := unsafe.Sizeof(memEntry{}); n > 64 {
+		t.Fatalf("memEntry is %d bytes, want at most 64", n)
 	}
 }

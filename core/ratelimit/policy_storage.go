@@ -44,7 +44,8 @@ func (s *memStorage) consumeAll(ctx context.Context, items []*item, cost, now in
 			c = e.c
 			e.mu.Unlock()
 		}
-		next[i], it.st = applyMode(c, ok, it.rule, cost, now, m)
+		next[i] = c
+		it.st = applyMode(&next[i], ok, &it.rule, cost, now, m)
 		admitted = admitted && (it.st.allowed || it.rule.Shadow)
 	}
 	if !admitted {

@@ -180,11 +180,17 @@ func (r Rule) longest() time.Duration {
 type frame struct{ after, open, w int64 }
 
 // frame returns the rule's frame at now.
-func (r Rule) frame(now int64) frame {
-	if r.Calendar == 0 {
-		w := r.Window.Milliseconds()
-		return frame{after: now - w, open: now, w: w}
+func (r *Rule) frame(now int64) frame {
+	if r.Calendar != 0 {
+		return r.calendarFrame(now)
 	}
+	w := r.Window.Milliseconds()
+	return frame{after: now - w, open: now, w: w}
+}
+
+// calendarFrame is frame for a calendar rule, out of line so that a
+// rolling rule's frame inlines into every decision.
+func (r *Rule) calendarFrame(now int64) frame {
 	start, end := r.Calendar.period(now, r.location())
 	return frame{after: start - 1, open: start, w: end - start}
 }
@@ -228,24 +234,47 @@ func checkKey(key string) error {
 // plainASCII reports whether key is ASCII without NUL, the common case,
 // eight bytes at a time: one pass in place of the two (a UTF-8 check, then
 // a search for NUL) that checkKey makes otherwise, the larger part of a
-// Memory decision's validation.
+// Memory decision's validation. A key of 4 to 7 bytes, the shortest usual
+// ones, is read as two overlapping words of four, and the tail of a longer
+// one as the last eight bytes, rather than byte by byte.
 func plainASCII(key string) bool {
-	const lows, highs = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(key); i += 8 {
-		x := uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
-			uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
-		// a byte ≥ 0x80, or a zero byte: (x − 0x01…) & ^x has the high bit of the lowest zero byte set
-		if x&highs != 0 || (x-lows)&^x&highs != 0 {
-			return false
+	n := len(key)
+	switch {
+	case n >= 8:
+		i := 0
+		for ; i+8 <= n; i += 8 {
+			if !plain8(word8(key, i)) {
+				return false
+			}
 		}
+		return i == n || plain8(word8(key, n-8))
+	case n >= 4:
+		return plain8(word4(key, 0) | word4(key, n-4)<<32)
 	}
-	for ; i < len(key); i++ {
+	for i := 0; i < n; i++ {
 		if c := key[i]; c == 0 || c >= utf8.RuneSelf {
 			return false
 		}
 	}
 	return true
+}
+
+// plain8 reports whether none of x's eight bytes is 0 or ≥ 0x80:
+// (x − 0x01…) & ^x has the high bit of the lowest zero byte set.
+func plain8(x uint64) bool {
+	const lows, highs = 0x0101010101010101, 0x8080808080808080
+	return x&highs == 0 && (x-lows)&^x&highs == 0
+}
+
+// word8 and word4 read key's bytes from i as a little-endian word, which
+// the compiler turns into one load.
+func word8(key string, i int) uint64 {
+	return uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24 |
+		uint64(key[i+4])<<32 | uint64(key[i+5])<<40 | uint64(key[i+6])<<48 | uint64(key[i+7])<<56
+}
+
+func word4(key string, i int) uint64 {
+	return uint64(key[i]) | uint64(key[i+1])<<8 | uint64(key[i+2])<<16 | uint64(key[i+3])<<24
 }
 
 // A limiter's bounds and defaults, and how it names what it stores.

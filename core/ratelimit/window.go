@@ -9,23 +9,24 @@ package ratelimit
 // of its writes (database.go).
 
 // windowed decides a request of cost (1 ≤ cost ≤ rule.Max) on c (exists
-// false: none stored) at now: it returns the counter after the request
-// and the state to report, and c itself for a denial. Under Better Auth's
+// false: none stored) at now, in place: c becomes the counter after the
+// request (unchanged by a denial), and it returns the state to report. Under Better Auth's
 // window (better) an admission moves the window's start to now.
-func windowed(c counter, exists bool, rule Rule, cost, now int64, better bool) (counter, state) {
+func windowed(c *counter, exists bool, rule *Rule, cost, now int64, better bool) state {
 	f := rule.frame(now)
 	switch {
 	case !exists || c.last <= f.after:
-		return counter{count: cost, last: f.open, span: f.w}, state{allowed: true, count: cost, reset: f.end()}
+		*c = counter{count: cost, last: f.open, span: f.w}
+		return state{allowed: true, count: cost, reset: f.end()}
 	case c.count > rule.Max-cost:
-		return c, state{count: c.count, reset: c.last + f.w}
+		return state{count: c.count, reset: c.last + f.w}
 	}
 	c.count += cost
 	c.span = f.w
 	if better {
 		c.last = now
 	}
-	return c, state{allowed: true, count: c.count, reset: c.last + f.w}
+	return state{allowed: true, count: c.count, reset: c.last + f.w}
 }
 
 // peekState judges a counter read without writing it.
