@@ -240,6 +240,30 @@ type BoundedIncrementer interface {
 	IncrementBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (c Counter, ok bool, err error)
 }
 
+// LeaseReturner is an optional [BoundedIncrementer] capability for the
+// rate limiter's leases (ratelimit.WithLeases): it lets a lease give the
+// units it claimed and did not spend back to the counter it claimed them
+// from, and never to a counter created at the same key since.
+//
+// ClaimBounded is IncrementBounded that also returns the counter's tag,
+// which names this counter among all those ever created at key: its
+// creation fixes it and nothing changes it (Redis: the counter's absolute
+// expiry in milliseconds, which a counter never extends: a counter that
+// expired was created a whole window before the next one, and only one
+// deleted and created again within the millisecond of its creation shares
+// it, the same bound as the database's guard on a window's start). A tag of 0 or
+// less means the storage cannot tell (no counter, or one without expiry);
+// the units claimed then are never returned.
+//
+// ReturnClaimed subtracts n from the counter at key in one atomic step when
+// the counter still has tag and holds at least n, and reports whether it
+// did; otherwise nothing changes.
+type LeaseReturner interface {
+	BoundedIncrementer
+	ClaimBounded(ctx context.Context, key string, by, max int64, ttl time.Duration) (c Counter, ok bool, tag int64, err error)
+	ReturnClaimed(ctx context.Context, key string, n, tag int64) (bool, error)
+}
+
 // TATAdvancer is an optional [SecondaryStorage] capability for the rate
 // limiter's GCRA mode: advance the theoretical arrival time (TAT) stored
 // at key, in one atomic step. Times are epoch milliseconds of the caller's

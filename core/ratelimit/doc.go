@@ -234,9 +234,12 @@
 // it never credits a window opened since; the units leave the lease
 // before the write, so a failed return under-admits and never spends
 // twice. A process that dies loses at most what its leases held, until
-// the window ends. Secondary storage (Redis) has no guard that tells one
-// window of a counter from the next, so there a lease is never returned
-// early: an unused one lapses with its window.
+// the window ends. On Secondary storage the guard is the counter's tag
+// (driver.LeaseReturner; on Redis 7 and later its absolute expiry, which
+// a counter created anew at the key shares only when deleted and made
+// again within the millisecond of its creation) and the count; a
+// secondary storage without tags cannot tell one window of a counter from
+// the next, so there an unused lease lapses with its window.
 //
 // Units a lease returns before its window ends serve the processes that
 // have not cached the key's denial (see "Denial cache"); a process that

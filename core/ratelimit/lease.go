@@ -50,9 +50,10 @@ func WithLeases(size int64) Option {
 
 // WithLeaseTime sets how long a lease may sit unused before [Limiter.Prune]
 // returns what it holds (default [DefaultLeaseTime]); a lease in use
-// lasts until its window ends. On Secondary storage a lease is never
-// returned early: a counter there has no guard that tells its window from
-// the next one's, so an unused lease lapses with its window.
+// lasts until its window ends. On Secondary storage the rest goes back
+// only when the storage tags its counters (driver.LeaseReturner: Redis 7
+// and later), so that a return never credits a counter created since;
+// on another, an unused lease lapses with its window.
 func WithLeaseTime(d time.Duration) Option { return func(o *options) { o.leaseTime = d } }
 
 // leaser is a limiter's leases, one per key and rule.
@@ -86,6 +87,7 @@ type lease struct {
 	granted    int64        // when the last block was claimed
 	block      int64        // the next block's size
 	seen       int64        // the window's count after the last claim
+	tag        int64        // on Secondary storage, the counter avail was claimed from (see driver.LeaseReturner); 0: none
 }
 
 func newLeaser(s Storage, comb *combiner, size int64, idle time.Duration) *leaser {
@@ -225,20 +227,36 @@ func (ls *leaser) refill(ctx context.Context, le *lease, rule Rule, cost, now in
 		room = rule.Max - le.seen
 	}
 	_, exact := ls.store.(*dbStorage)
+	sec, _ := ls.store.(*secondaryStorage)
+	var tagged driver.LeaseReturner
+	if sec != nil {
+		tagged = sec.returner()
+	}
 	for range attempts {
 		need := cost - le.avail
 		k := min(max(need, min(le.block, (room+1)/2)), rule.Max)
-		st, err := ls.claim(ctx, le.key, rule, k, now, attempts)
+		var st state
+		var tag int64
+		var err error
+		if tagged != nil {
+			st, tag, err = sec.claimTagged(ctx, tagged, le.key, rule, k, now)
+		} else {
+			st, err = ls.claim(ctx, le.key, rule, k, now, attempts)
+		}
 		if err != nil {
 			return state{}, err
 		}
 		// A row's window end is exact: another one means the counter was
 		// reset, and what is held belongs to a window that is gone. A
 		// secondary counter's is read from its TTL and moves by a
-		// millisecond; its window only changes once now passes le.end.
-		if exact && st.reset != le.end {
+		// millisecond; its window only changes once now passes le.end,
+		// unless the storage tags its counters: another tag is another
+		// counter (expired or reset and created anew), and what is held
+		// was claimed from one that is gone.
+		if exact && st.reset != le.end || tagged != nil && tag != le.tag {
 			ls.lapse(le)
 		}
+		le.tag = tag
 		le.seen, le.end, le.start = st.count, st.reset, st.reset-rule.Window.Milliseconds()
 		room = rule.Max - st.count
 		if ls.granted(st) {
@@ -271,8 +289,10 @@ func (ls *leaser) claim(ctx context.Context, key string, rule Rule, k, now int64
 // the window (its start) and on the count holding it, so that a window
 // opened since is never credited. The units leave the lease first: a
 // failed write loses them (under-admits), never spends them twice. On
-// Secondary storage, where no guard tells two windows of a counter apart,
-// they are kept until the window ends, or dropped when all is set (Close).
+// Secondary storage the guard is the counter's tag (driver.LeaseReturner)
+// and the count; a storage without tags has no guard that tells two
+// windows of a counter apart, so the units are kept until the window ends,
+// or dropped when all is set (Close).
 func (ls *leaser) give(ctx context.Context, le *lease, now int64, all bool) error {
 	n := le.avail
 	s, isDB := ls.store.(*dbStorage)
@@ -283,6 +303,12 @@ func (ls *leaser) give(ctx context.Context, le *lease, now int64, all bool) erro
 		ls.lapse(le)
 		return nil
 	case !isDB:
+		sec, _ := ls.store.(*secondaryStorage)
+		if r := sec.returner(); r != nil && le.tag > 0 {
+			ls.lapse(le)
+			_, err := r.ReturnClaimed(ctx, SecondaryPrefix+le.key, n, le.tag)
+			return err
+		}
 		if all {
 			ls.lapse(le)
 		}

@@ -238,3 +238,24 @@ func (s *secondaryStorage) checkGCRA() error {
 func (s *secondaryStorage) reset(ctx context.Context, key string) error {
 	return s.s.Delete(ctx, SecondaryPrefix+key)
 }
+
+// returner is the storage's driver.LeaseReturner, or nil.
+func (s *secondaryStorage) returner() driver.LeaseReturner {
+	if s == nil {
+		return nil
+	}
+	r, _ := s.s.(driver.LeaseReturner)
+	return r
+}
+
+// claimTagged is consume of a lease's block of k units on a storage that
+// tags its counters: the state, and the tag of the counter the units were
+// claimed from (0 or less: none that a return could name). Leases count
+// fixed windows of Window only, one counter named after the key.
+func (s *secondaryStorage) claimTagged(ctx context.Context, r driver.LeaseReturner, key string, rule Rule, k, now int64) (state, int64, error) {
+	c, ok, tag, err := r.ClaimBounded(ctx, SecondaryPrefix+key, k, rule.Max, rule.Window)
+	if err != nil {
+		return state{}, 0, err
+	}
+	return state{allowed: ok, count: c.Value, reset: resetAt(now, c.TTL, rule, 0)}, tag, nil
+}
