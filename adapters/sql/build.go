@@ -77,6 +77,27 @@ func (b *builder) columns(t *driver.Table) {
 	}
 }
 
+// firstByKey writes " WHERE … ORDER BY pk LIMIT 1": the first match in
+// primary-key order, as a read of one row and MySQL's single-row UPDATE
+// and DELETE choose it.
+func (b *builder) firstByKey(t *driver.Table, where []driver.Where) {
+	b.where(where)
+	b.write(" ORDER BY ")
+	b.ident(t.PrimaryKey().Name)
+	b.write(" LIMIT 1")
+}
+
+// updateFirst writes MySQL's UPDATE of the first match in primary-key
+// order (an UPDATE re-reads the row it locks and re-evaluates where on
+// it, so the guard holds during the write); set writes the assignments.
+func (b *builder) updateFirst(t *driver.Table, where []driver.Where, set func()) {
+	b.write("UPDATE ")
+	b.ident(t.Name)
+	b.write(" SET ")
+	set()
+	b.firstByKey(t, where)
+}
+
 // selectFirst writes "SELECT <columns> FROM t WHERE … ORDER BY pk LIMIT
 // 1", locking the row it reads when forUpdate.
 func (b *builder) selectFirst(t *driver.Table, where []driver.Where, forUpdate bool) {
@@ -84,10 +105,7 @@ func (b *builder) selectFirst(t *driver.Table, where []driver.Where, forUpdate b
 	b.columns(t)
 	b.write(" FROM ")
 	b.ident(t.Name)
-	b.where(where)
-	b.write(" ORDER BY ")
-	b.ident(t.PrimaryKey().Name)
-	b.write(" LIMIT 1")
+	b.firstByKey(t, where)
 	if forUpdate {
 		b.write(" FOR UPDATE")
 	}

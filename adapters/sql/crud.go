@@ -236,10 +236,7 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 	case a.e.t.deleteLimit:
 		// MySQL has DELETE … ORDER BY … LIMIT, and refuses a subquery on
 		// the table being deleted from (error 1093).
-		b.where(where)
-		b.write(" ORDER BY ")
-		b.ident(t.PrimaryKey().Name)
-		b.write(" LIMIT 1")
+		b.firstByKey(t, where)
 	case t.SelectsOne(where):
 		b.where(where)
 	default:

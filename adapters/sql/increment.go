@@ -230,23 +230,18 @@ func (a *Adapter) IncrementValue(ctx context.Context, t *driver.Table, where []d
 func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []driver.Where, inc driver.Delta, set []driver.Assignment) (int64, bool, error) {
 	incs := [1]driver.Delta{inc}
 	q, args := a.stmt(t, kindUpdateValue, where, incs[:], set, func(b *builder) {
-		b.write("UPDATE ")
-		b.ident(t.Name)
-		b.write(" SET ")
-		b.ident(inc.Column)
-		b.write(" = CAST(LAST_INSERT_ID(")
-		b.ident(inc.Column)
-		b.write(" + ")
-		b.arg(inc.By)
-		b.write(") AS SIGNED)")
-		for _, s := range set {
-			b.write(", ")
-			b.assign(s)
-		}
-		b.where(where)
-		b.write(" ORDER BY ")
-		b.ident(t.PrimaryKey().Name)
-		b.write(" LIMIT 1")
+		b.updateFirst(t, where, func() {
+			b.ident(inc.Column)
+			b.write(" = CAST(LAST_INSERT_ID(")
+			b.ident(inc.Column)
+			b.write(" + ")
+			b.arg(inc.By)
+			b.write(") AS SIGNED)")
+			for _, s := range set {
+				b.write(", ")
+				b.assign(s)
+			}
+		})
 	})
 	return a.execLastID(ctx, q, args)
 }
