@@ -15,15 +15,6 @@ import (
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
-func zone(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Skipf("time zone %s: %v", name, err)
-	}
-	return loc
-}
-
 // TestCalendarPeriods: the period holding an instant, in its zone: days of
 // 23 and 25 hours across daylight-saving changes both ways (New York and
 // Berlin), month ends, a leap February, a year's end, an ISO week's
@@ -66,7 +57,7 @@ func TestCalendarPeriods(t *testing.T) {
 		// Apia skipped 30 December 2011: the 29th ended at the 31st's start.
 		{"Pacific/Apia", ratelimit.Day, "2011-12-29 23:59:59.999", "2011-12-29 00:00", "2011-12-31 00:00", 24 * h},
 	} {
-		loc := zone(t, c.zone)
+		loc := testclock.Zone(t, c.zone)
 		parse := func(s string) time.Time {
 			t.Helper()
 			layout := "2006-01-02 15:04"
@@ -95,7 +86,7 @@ func TestCalendarPeriods(t *testing.T) {
 // unless that midnight did not exist; its length is within Longest.
 func TestCalendarPeriodsTile(t *testing.T) {
 	for _, name := range []string{"UTC", "America/New_York", "Europe/Berlin", "America/Sao_Paulo", "Pacific/Apia", "Australia/Lord_Howe", "Asia/Kolkata"} {
-		loc := zone(t, name)
+		loc := testclock.Zone(t, name)
 		for _, cal := range []ratelimit.Calendar{ratelimit.Day, ratelimit.Week, ratelimit.Month, ratelimit.Year} {
 			for at := time.Date(2010, 1, 1, 0, 0, 0, 0, time.UTC); at.Year() < 2015; at = at.Add(7*time.Hour + 13*time.Minute) {
 				s, e := cal.Period(at, loc)
@@ -134,7 +125,7 @@ func calendarAt(c *clock, loc *time.Location, y int, m time.Month, d, hh, mm, ss
 // and not 24 hours after its start, and the database row's lastRequest is
 // the day's start, which every process computes alike.
 func TestCalendarDayAcrossDST(t *testing.T) {
-	ny := zone(t, "America/New_York")
+	ny := testclock.Zone(t, "America/New_York")
 	rule := ratelimit.Rule{Max: 2, Calendar: ratelimit.Day, Location: ny}
 	eachBackend(t, func(t *testing.T, b backend, c *clock) {
 		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now))
@@ -191,7 +182,7 @@ func TestCalendarDayAcrossDST(t *testing.T) {
 // hours from the first request, RollingCalendar) admits none and is
 // caught. With write combining on database storage, the same.
 func TestCalendarBoundaryRace(t *testing.T) {
-	berlin := zone(t, "Europe/Berlin")
+	berlin := testclock.Zone(t, "Europe/Berlin")
 	rule := ratelimit.Rule{Max: 10, Calendar: ratelimit.Day, Location: berlin}
 	// 25 October 2026 lasts 25 hours in Berlin.
 	first := time.Date(2026, 10, 25, 9, 0, 0, 0, berlin)
@@ -317,7 +308,7 @@ func TestCalendarPrune(t *testing.T) {
 // TestParseCalendarRule: calendar rules read and written as text, and an
 // unknown time zone refused with core.ErrInvalid naming it.
 func TestParseCalendarRule(t *testing.T) {
-	berlin := zone(t, "Europe/Berlin")
+	berlin := testclock.Zone(t, "Europe/Berlin")
 	for in, want := range map[string]ratelimit.Rule{
 		"1000/day":                   {Max: 1000, Calendar: ratelimit.Day},
 		"5/week@Europe/Berlin":       {Max: 5, Calendar: ratelimit.Week, Location: berlin},
@@ -392,7 +383,7 @@ func calendarSteps(t *testing.T, c *clock, steps []calendarStep, decide func(con
 // the next local midnight, and a new day admits again; a calendar rule of
 // Max 0 reports the period's end too.
 func TestCalendarInPolicy(t *testing.T) {
-	ny := zone(t, "America/New_York")
+	ny := testclock.Zone(t, "America/New_York")
 	p := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 2}, {Name: "daily", Max: 3, Calendar: ratelimit.Day, Location: ny}}
 	midnight := time.Date(2026, 11, 2, 0, 0, 0, 0, ny)
 	eachBackend(t, func(t *testing.T, b backend, c *clock) {
@@ -471,7 +462,7 @@ func TestCalendarResetRule(t *testing.T) {
 // and rolls back with the caller's transaction, and the period's row is
 // the day's start.
 func TestCalendarInTransaction(t *testing.T) {
-	rule := ratelimit.Rule{Max: 4, Calendar: ratelimit.Day, Location: zone(t, "America/New_York")}
+	rule := ratelimit.Rule{Max: 4, Calendar: ratelimit.Day, Location: testclock.Zone(t, "America/New_York")}
 	for name, db := range txDBs(t) {
 		t.Run(name, func(t *testing.T) {
 			c := newClock()

@@ -7,16 +7,8 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core/apikey/keystore"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 )
-
-func mustLoad(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Skipf("no time zone data for %s: %v", name, err)
-	}
-	return loc
-}
 
 // TestAnchorMonthEnds walks the anchors of the 31st from January: the
 // last day of each shorter month, February's 28th or 29th, and the 31st
@@ -55,7 +47,7 @@ func TestAnchorMonthEnds(t *testing.T) {
 // in 2027 (Mar 28: 02:00 → 03:00, a 23-hour day; Oct 31: 03:00 → 02:00,
 // a 25-hour day): the wall-clock time holds, so the UTC instant moves.
 func TestAnchorDST(t *testing.T) {
-	berlin := mustLoad(t, "Europe/Berlin")
+	berlin := testclock.Zone(t, "Europe/Berlin")
 	// 09:30 local: 08:30 UTC in winter, 07:30 UTC in summer.
 	a := keystore.Anchor{Day: 28, TimeOfDay: 9*time.Hour + 30*time.Minute, Location: berlin}
 	feb := a.Next(time.Date(2027, 2, 1, 0, 0, 0, 0, time.UTC))
@@ -92,7 +84,7 @@ func TestAnchorDST(t *testing.T) {
 // Latest(t) ≤ t < Next(t) with no anchor between, and that Due and
 // Interval agree with the interval rule of Apply.
 func TestAnchorProperties(t *testing.T) {
-	locs := []*time.Location{time.UTC, mustLoad(t, "Europe/Berlin"), mustLoad(t, "America/Santiago"), mustLoad(t, "Australia/Lord_Howe")}
+	locs := []*time.Location{time.UTC, testclock.Zone(t, "Europe/Berlin"), testclock.Zone(t, "America/Santiago"), testclock.Zone(t, "Australia/Lord_Howe")}
 	r := rand.New(rand.NewPCG(1, 2))
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
 	for i := range 5000 {

@@ -8,6 +8,7 @@ package testclock
 
 import (
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -32,3 +33,14 @@ func (c *Clock) Set(t time.Time) { c.ns.Store(t.UnixNano()) }
 
 // Advance moves the clock by d; a negative d moves it back.
 func (c *Clock) Advance(d time.Duration) { c.ns.Add(int64(d)) }
+
+// Zone loads the time zone name for a test, which it skips where the
+// system has no time zone data for it.
+func Zone(t testing.TB, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Skipf("no time zone data for %s: %v", name, err)
+	}
+	return loc
+}
