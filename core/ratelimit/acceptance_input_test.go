@@ -297,3 +297,48 @@ func TestAcceptanceParseCalendarBadInput(t *testing.T) {
 		t.Errorf("ParseRule of a good calendar rule: %+v, %v", r, err)
 	}
 }
+
+// A calendar rule in time.Local counts the days of each process's own
+// zone (its TZ): two processes in different zones would each reset the
+// shared counter at their own midnight, so a day admits up to twice its
+// Max. It is refused, as bad input, before any write: by Validate, by
+// every decision, by CheckRule and by ParseRule's "@Local".
+func TestAcceptanceCalendarInLocalRefused(t *testing.T) {
+	local := ratelimit.Rule{Max: 5, Calendar: ratelimit.Day, Location: time.Local}
+	if err := local.Validate(); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "Local") {
+		t.Errorf("Validate of a rule in time.Local = %v; want core.ErrInvalid naming Local", err)
+	}
+	if r, err := ratelimit.ParseRule("1000/day@Local"); !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "Local") {
+		t.Errorf(`ParseRule("1000/day@Local") = %+v, %v; want core.ErrInvalid naming Local`, r, err)
+	}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		l := newLimiter(t, b.storage(c), ratelimit.WithClock(c.Now), ratelimit.WithFailOpen())
+		ctx := context.Background()
+		if err := l.CheckRule(local); !errors.Is(err, core.ErrInvalid) {
+			t.Errorf("CheckRule = %v; want core.ErrInvalid", err)
+		}
+		if d, err := l.Consume(ctx, "tz", local); !errors.Is(err, core.ErrInvalid) || d.Allowed {
+			t.Errorf("Consume = %+v, %v; want denied with core.ErrInvalid, whatever the failure policy", d, err)
+		}
+		p := ratelimit.Policy{{Name: "burst", Window: time.Minute, Max: 5}, {Name: "daily", Max: 50, Calendar: ratelimit.Day, Location: time.Local}}
+		if d, err := l.ConsumePolicy(ctx, "tz", p, 1); !errors.Is(err, core.ErrInvalid) || d.Allowed {
+			t.Errorf("ConsumePolicy = %+v, %v; want denied with core.ErrInvalid", d, err)
+		}
+		untouched(t, l, "tz", p[:1])
+		// UTC, and a zone loaded by name, stay valid
+		for _, loc := range []*time.Location{nil, time.UTC, mustZone(t, "Europe/Berlin")} {
+			if _, err := l.Consume(ctx, "tz-ok", ratelimit.Rule{Max: 5, Calendar: ratelimit.Day, Location: loc}); err != nil {
+				t.Errorf("a day in %v: %v", loc, err)
+			}
+		}
+	})
+}
+
+func mustZone(t *testing.T, name string) *time.Location {
+	t.Helper()
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return loc
+}

@@ -88,6 +88,12 @@ func (r Rule) calendarProblem() string {
 		return fmt.Sprintf("a calendar rule's window is its period (%v): leave Window 0, not %v", r.Calendar, r.Window)
 	case r.Max < 0:
 		return fmt.Sprintf("rule max %d must not be negative", r.Max)
+	case r.Location == time.Local:
+		// Each process's own zone (its TZ): processes in other zones would
+		// reset the shared counter at their own midnights, and a day admit
+		// up to twice its Max.
+		return "a calendar rule's Location must not be time.Local, each machine's own zone (TZ): processes in other zones would count other days in one counter; " +
+			"give time.UTC or a zone loaded by name, such as time.LoadLocation(\"Europe/Berlin\")"
 	}
 	return ""
 }

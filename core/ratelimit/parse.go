@@ -112,5 +112,8 @@ func parseCalendar(s string, n int64, per string) (Rule, bool, error) {
 		}
 		r.Location = loc
 	}
+	if p := r.problem(); p != "" { // "@Local", say
+		return Rule{}, true, invalidf("rule %q: %s", s, p)
+	}
 	return r, true, nil
 }

@@ -39,7 +39,8 @@ type Rule struct {
 	// local midnight in Location. Only [FixedWindow] serves it.
 	Calendar Calendar
 	// Location is the time zone of a calendar rule's periods; nil reads
-	// as UTC. It is ignored without Calendar.
+	// as UTC. It is ignored without Calendar. time.Local, each machine's
+	// own zone, is refused: every process must count the same days.
 	Location *time.Location
 }
 
