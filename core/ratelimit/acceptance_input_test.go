@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/internal/testclock"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -326,19 +327,10 @@ func TestAcceptanceCalendarInLocalRefused(t *testing.T) {
 		}
 		untouched(t, l, "tz", p[:1])
 		// UTC, and a zone loaded by name, stay valid
-		for _, loc := range []*time.Location{nil, time.UTC, mustZone(t, "Europe/Berlin")} {
+		for _, loc := range []*time.Location{nil, time.UTC, testclock.Zone(t, "Europe/Berlin")} {
 			if _, err := l.Consume(ctx, "tz-ok", ratelimit.Rule{Max: 5, Calendar: ratelimit.Day, Location: loc}); err != nil {
 				t.Errorf("a day in %v: %v", loc, err)
 			}
 		}
 	})
-}
-
-func mustZone(t *testing.T, name string) *time.Location {
-	t.Helper()
-	loc, err := time.LoadLocation(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return loc
 }
