@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey/keystore"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // VerifyOption configures one [Manager.Verify].
@@ -89,7 +90,7 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	}
 	res, err := m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
 	if err != nil {
-		return res, core.WrapKey("apikey: Verify", key, err)
+		return res, driver.WrapKey("apikey: Verify", key, err)
 	}
 	return res, nil
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // MaxSlots is the largest n [Limiter.Acquire] accepts: the database store
@@ -127,7 +128,7 @@ func (l *Limiter) Acquire(ctx context.Context, key string, n int, lease time.Dur
 	now := l.now().UnixMilli()
 	ls, ok, err := l.store.AcquireSlot(ctx, key, n, now, now+ms)
 	if err != nil {
-		return Slot{}, false, core.WrapKey("concurrency: Acquire", key, err)
+		return Slot{}, false, driver.WrapKey("concurrency: Acquire", key, err)
 	}
 	s := Slot{Key: key, LeaseTime: time.Duration(ms) * time.Millisecond, Expires: time.UnixMilli(ls.Expires)}
 	if !ok {
@@ -158,7 +159,7 @@ func (s *Slot) Release(ctx context.Context) (released bool, err error) {
 	}
 	ok, err := s.l.store.ReleaseSlot(ctx, s.Key, s.lease, s.l.now().UnixMilli())
 	if err != nil {
-		return false, core.WrapKey("concurrency: Release", s.Key, err)
+		return false, driver.WrapKey("concurrency: Release", s.Key, err)
 	}
 	s.l = nil
 	return ok, nil
@@ -175,7 +176,7 @@ func (s *Slot) Renew(ctx context.Context) (renewed bool, err error) {
 	expires := now + s.LeaseTime.Milliseconds()
 	ok, err := s.l.store.RenewSlot(ctx, s.Key, s.lease, now, expires)
 	if err != nil {
-		return false, core.WrapKey("concurrency: Renew", s.Key, err)
+		return false, driver.WrapKey("concurrency: Renew", s.Key, err)
 	}
 	if ok {
 		s.lease.Expires = expires

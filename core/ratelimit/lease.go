@@ -342,7 +342,7 @@ func (ls *leaser) sweep(ctx context.Context, now int64, all bool) error {
 		}
 		if all || now-le.used >= ls.idle || now >= le.end {
 			if err := ls.give(ctx, le, now, all); err != nil {
-				errs = append(errs, core.WrapKey("ratelimit: returning a lease", le.key, err))
+				errs = append(errs, driver.WrapKey("ratelimit: returning a lease", le.key, err))
 			}
 			le.block = ls.firstBlock()
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Mode chooses the window semantics of a [Limiter].
@@ -388,7 +389,7 @@ func (l *Limiter) validateRef(key string, r *Rule, cost int64) error {
 // keyError wraps an error about key: the key only redacted (a key may be a
 // secret, such as an API key from a header, and of any length), in the
 // error's text and in its cause's.
-func keyError(key string, err error) error { return core.WrapKey("ratelimit", key, err) }
+func keyError(key string, err error) error { return driver.WrapKey("ratelimit", key, err) }
 
 // CheckSchema reports, before any decision needs it, whether the storage's
 // table has what exact decisions depend on (see core.DB.CheckSchema): with

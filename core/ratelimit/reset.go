@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // Reset clears key's counter, as an operator does for a client: its next
@@ -43,7 +44,7 @@ func (l *Limiter) Reset(ctx context.Context, key string) error {
 		l.leases.forget(key)
 	}
 	if err := l.store.reset(ctx, key); err != nil {
-		return core.WrapKey("ratelimit: reset", key, err)
+		return driver.WrapKey("ratelimit: reset", key, err)
 	}
 	return nil
 }
@@ -84,7 +85,7 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 		for j := i - 1; j <= i+1; j++ {
 			cur, _, e := s.slidingKeys(key, j)
 			if e != nil {
-				return core.WrapKey("ratelimit: reset", key, e)
+				return driver.WrapKey("ratelimit: reset", key, e)
 			}
 			names = append(names, cur)
 		}
@@ -97,7 +98,7 @@ func (l *Limiter) ResetRule(ctx context.Context, key string, rule Rule) error {
 		err = l.store.reset(ctx, key)
 	}
 	if err != nil {
-		return core.WrapKey("ratelimit: reset", key, err)
+		return driver.WrapKey("ratelimit: reset", key, err)
 	}
 	return nil
 }
@@ -124,7 +125,7 @@ func (l *Limiter) resetPeriods(ctx context.Context, s *secondaryStorage, key str
 	prev := rule.frame(f.open - 1)
 	for _, start := range []int64{prev.open, f.open, f.end()} {
 		if err := s.s.Delete(ctx, slidingName(key, start)); err != nil {
-			return core.WrapKey("ratelimit: reset", key, err)
+			return driver.WrapKey("ratelimit: reset", key, err)
 		}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	sluiceotel "github.com/sluice-go/sluice/observe/otel"
 )
@@ -331,7 +332,7 @@ func TestRateLimitSpans(t *testing.T) {
 		}
 	}
 	s := spans[2]
-	if want := "invalid: key " + core.RedactKey("user-1"); s.Status().Code != codes.Error || s.Status().Description != want {
+	if want := "invalid: key " + driver.RedactKey("user-1"); s.Status().Code != codes.Error || s.Status().Description != want {
 		t.Errorf("error span status %+v, want Error %q: the class and the key redacted", s.Status(), want)
 	}
 	if evs := s.Events(); len(evs) != 1 || evs[0].Name != "exception" || !evs[0].Time.Equal(s.EndTime()) {
