@@ -334,3 +334,43 @@ func TestAcceptanceCalendarInLocalRefused(t *testing.T) {
 		}
 	})
 }
+
+// Antarctica/Troll shifts its clocks by two hours, so its day of 27
+// October 2024 lasts 26 hours, past Day.Longest()'s 25. A limiter whose
+// longest window is declared as Day.Longest() pruned that day's row in
+// its 26th hour, while the day still counted, and its Max was admitted
+// again. A calendar rule whose zone makes periods longer than the declared
+// longest window is refused; declared long enough, Prune keeps the row.
+func TestAcceptanceCalendarLongestInTwoHourDSTZone(t *testing.T) {
+	troll := testclock.Zone(t, "Antarctica/Troll")
+	day := ratelimit.Rule{Max: 3, Calendar: ratelimit.Day, Location: troll}
+	start, end := ratelimit.Day.Period(time.Date(2024, 10, 27, 12, 0, 0, 0, time.UTC), troll)
+	if end.Sub(start) != 26*time.Hour {
+		t.Fatalf("the day of 27 October 2024 in Troll lasts %v; this test needs 26h", end.Sub(start))
+	}
+	ctx := context.Background()
+	_, db := memoryDB(t)
+	_, other := memoryDB(t)
+	c := newClock()
+	short := newLimiter(t, ratelimit.Database(other), ratelimit.WithClock(c.Now), ratelimit.WithLongestWindow(ratelimit.Day.Longest()))
+	if err := short.CheckRule(day); !errors.Is(err, core.ErrInvalid) {
+		t.Errorf("CheckRule of a Troll day under WithLongestWindow(%v) = %v; want core.ErrInvalid", ratelimit.Day.Longest(), err)
+	}
+	c.Clock.Set(start.Add(30 * time.Minute))
+	if d, err := short.Consume(ctx, "troll", day); !errors.Is(err, core.ErrInvalid) || d.Allowed {
+		t.Errorf("Consume of a Troll day under WithLongestWindow(%v) = %+v, %v; want denied with core.ErrInvalid", ratelimit.Day.Longest(), d, err)
+	}
+	l := newLimiter(t, ratelimit.Database(db), ratelimit.WithClock(c.Now), ratelimit.WithLongestWindow(26*time.Hour))
+	for i := range 3 {
+		if d, err := l.Consume(ctx, "troll", day); err != nil || !d.Allowed {
+			t.Fatalf("request %d: %+v, %v", i, d, err)
+		}
+	}
+	c.Clock.Set(start.Add(25*time.Hour + 30*time.Minute)) // the day's 26th hour
+	if _, err := l.Prune(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := l.Consume(ctx, "troll", day); err != nil || d.Allowed {
+		t.Errorf("a fourth request in the day's 26th hour, after Prune: %+v, %v; want denied (Max 3)", d, err)
+	}
+}

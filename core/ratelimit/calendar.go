@@ -2,6 +2,7 @@ package ratelimit
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -61,14 +62,57 @@ var calendarLongest = [...]time.Duration{
 // compares with [WithLongestWindow]: 25 hours for a Day, 7 days and an
 // hour for a Week, 31 days and an hour for a Month, 366 days and an hour
 // for a Year; 0 for none or an unknown calendar. It holds in every zone
-// whose offset changes by at most an hour at a time, as daylight-saving
-// time does today; declare a longer WithLongestWindow for a zone whose
-// history has longer days (a zone that changed its offset by a day).
+// whose clocks go back by at most an hour at a time, as daylight-saving
+// time does almost everywhere. In a zone that sets them back by more
+// since 2000 (Antarctica/Troll, Asia/Magadan in 2014: two hours, a 26-hour day) a period lasts
+// longer by the difference, and a limiter refuses such a rule unless its
+// WithLongestWindow covers that.
 func (c Calendar) Longest() time.Duration {
 	if c == 0 || int(c) >= len(calendarLongest) {
 		return 0
 	}
 	return calendarLongest[c]
+}
+
+// longestIn is the longest a period of c lasts in loc: [Calendar.Longest],
+// and more in a zone that sets its clocks back by more than an hour at
+// once (Antarctica/Troll's two hours make a 26-hour day), by what it
+// does. A limiter compares it with [WithLongestWindow], which Prune
+// relies on to keep every live period's row.
+func (c Calendar) longestIn(loc *time.Location) time.Duration {
+	d := c.Longest()
+	if d == 0 || loc == nil || loc == time.UTC {
+		return d
+	}
+	return d + max(backShift(loc)-time.Hour, 0)
+}
+
+// backShifts remember each location's backShift: a walk over its
+// transitions, done once.
+var backShifts sync.Map // *time.Location → time.Duration
+
+// backShift is the largest step by which loc sets its clocks back, from
+// 2000 to 2100: how much longer than nominal one of its periods can last
+// (earlier shifts, such as St. John's double daylight time of 1988, are
+// no instant a limiter decides at).
+func backShift(loc *time.Location) time.Duration {
+	if v, ok := backShifts.Load(loc); ok {
+		return v.(time.Duration)
+	}
+	var most time.Duration
+	t := time.Date(2000, 1, 1, 0, 0, 0, 0, loc)
+	for i := 0; i < 1000 && t.Year() < 2100; i++ {
+		_, end := t.ZoneBounds()
+		if end.IsZero() || !end.After(t) {
+			break
+		}
+		_, before := t.Zone()
+		_, after := end.Zone()
+		most = max(most, time.Duration(before-after)*time.Second)
+		t = end
+	}
+	backShifts.Store(loc, most)
+	return most
 }
 
 // location is the rule's time zone: UTC when none is set.

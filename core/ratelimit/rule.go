@@ -164,7 +164,7 @@ func (r *Rule) modeBound(m Mode) string {
 // longest period of its Calendar.
 func (r Rule) longest() time.Duration {
 	if r.Calendar != 0 {
-		return r.Calendar.Longest()
+		return r.Calendar.longestIn(r.Location)
 	}
 	return r.Window
 }
