@@ -54,7 +54,7 @@ func newFixture(t *testing.T, newHarness HarnessMaker, needs need) *Fixture {
 	t.Cleanup(h.Close)
 	s := uniqueSchema()
 	if needs&keyTables == 0 {
-		s = s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit)
+		s = s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit, core.ModelAPIKeyRefill)
 	}
 	a, err := h.MakeAdapter(ctx, s)
 	if err != nil {

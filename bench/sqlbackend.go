@@ -127,10 +127,11 @@ func openSQL(ctx context.Context, name, dsn string, cfg config, runID string) (e
 	}
 
 	naming := core.Naming{Tables: map[string]string{
-		core.ModelRateLimit:   "sluicebench_rl_" + runID,
-		core.ModelAPIKey:      "sluicebench_ak_" + runID,
-		core.ModelRerolledKey: "sluicebench_rk_" + runID,
-		core.ModelAPIKeyLimit: "sluicebench_kl_" + runID,
+		core.ModelRateLimit:    "sluicebench_rl_" + runID,
+		core.ModelAPIKey:       "sluicebench_ak_" + runID,
+		core.ModelRerolledKey:  "sluicebench_rk_" + runID,
+		core.ModelAPIKeyLimit:  "sluicebench_kl_" + runID,
+		core.ModelAPIKeyRefill: "sluicebench_kr_" + runID,
 	}}
 	if e.schema, err = core.NewSchema(naming); err != nil {
 		return nil, err

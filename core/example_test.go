@@ -83,4 +83,5 @@ func ExampleNaming() {
 	// apikey(id, configId, name, start, prefix, key, referenceId, enabled, rateLimitEnabled, rateLimitTimeWindow, rateLimitMax, requestCount, remaining, refillInterval, refillAmount, lastRefillAt, lastRequest, expiresAt, createdAt, updatedAt, permissions, metadata)
 	// rerolledKey(id, key, keyId, expiresAt, createdAt)
 	// apikeyLimit(id, key, keyId, owner, name, max, window, count, windowStart)
+	// apikeyRefill(id, keyId, day, timeOfDay, location)
 }

@@ -85,7 +85,7 @@ func TestNamingPresets(t *testing.T) {
 					t.Errorf("%s primary key = %+v", model, pk)
 				}
 			}
-			if got := s.Models(); len(got) != 4 || got[0] != core.ModelAPIKey || got[1] != core.ModelAPIKeyLimit || got[2] != core.ModelRateLimit || got[3] != core.ModelRerolledKey {
+			if got := s.Models(); len(got) != 5 || got[0] != core.ModelAPIKey || got[1] != core.ModelAPIKeyLimit || got[2] != core.ModelAPIKeyRefill || got[3] != core.ModelRateLimit || got[4] != core.ModelRerolledKey {
 				t.Errorf("Models() = %v", got)
 			}
 		})
@@ -120,7 +120,7 @@ func TestNamingExtraModelsSnakeCase(t *testing.T) {
 			t.Errorf("%q → %q, want %q", f, c.Name, want)
 		}
 	}
-	if got := s.Tables(); len(got) != 5 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2].Model != core.ModelRerolledKey || got[3].Model != core.ModelAPIKeyLimit || got[4] != tb {
+	if got := s.Tables(); len(got) != 6 || got[0].Model != core.ModelRateLimit || got[1].Model != core.ModelAPIKey || got[2].Model != core.ModelRerolledKey || got[3].Model != core.ModelAPIKeyLimit || got[4].Model != core.ModelAPIKeyRefill || got[5] != tb {
 		t.Errorf("Tables() order: %v", got)
 	}
 	if !strings.Contains(s.String(), "session_token(id, ") {
@@ -255,11 +255,11 @@ func TestCreateDefaults(t *testing.T) {
 // refuses them as unknown.
 func TestSchemaWithout(t *testing.T) {
 	s := core.MustSchema(core.Naming{})
-	w := s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit, "noSuchModel")
+	w := s.Without(core.ModelRerolledKey, core.ModelAPIKeyLimit, core.ModelAPIKeyRefill, "noSuchModel")
 	if got := w.Models(); len(got) != 2 || got[0] != core.ModelAPIKey || got[1] != core.ModelRateLimit {
 		t.Fatalf("Models() = %v, want apikey and rateLimit", got)
 	}
-	if len(s.Models()) != 4 {
+	if len(s.Models()) != 5 {
 		t.Fatalf("the original lost models: %v", s.Models())
 	}
 	db, err := core.New(memory.New(), core.WithSchema(w))

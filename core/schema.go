@@ -16,10 +16,11 @@ const (
 	TypeBool   = driver.TypeBool
 	TypeTime   = driver.TypeTime
 
-	ModelRateLimit   = "rateLimit"
-	ModelAPIKey      = "apikey"
-	ModelRerolledKey = "rerolledKey"
-	ModelAPIKeyLimit = "apikeyLimit"
+	ModelRateLimit    = "rateLimit"
+	ModelAPIKey       = "apikey"
+	ModelRerolledKey  = "rerolledKey"
+	ModelAPIKeyLimit  = "apikeyLimit"
+	ModelAPIKeyRefill = "apikeyRefill"
 )
 
 // Model is a logical model: a name and its fields, the first being the primary key.
@@ -106,8 +107,23 @@ func apiKeyLimitModel() Model {
 	}}
 }
 
-// BuiltinModels returns the rateLimit, apikey, rerolledKey and apikeyLimit
-// models, in that order.
+// apiKeyRefillModel returns the apikeyRefill model: the anchor of an API
+// key's refill anchored to the calendar (day of month, time of day, zone).
+// It is a table of its own, which only keys with such refills need: the
+// apikey row keeps refillAmount with refillInterval NULL, so that Better
+// Auth, sharing that table, sees no refill and never applies one itself.
+func apiKeyRefillModel() Model {
+	return Model{Name: ModelAPIKeyRefill, Optional: true, Comment: "the anchor of an API key's refill on a day of the month", Fields: []Field{
+		{Name: "id", Type: TypeInt, Primary: true},
+		{Name: "keyId", Type: TypeInt, Unique: true, Comment: "the id of the apikey row whose refill it anchors"},
+		{Name: "day", Type: TypeInt, Comment: "1 to 31; a shorter month refills on its last day"},
+		{Name: "timeOfDay", Type: TypeInt, Comment: "milliseconds since local midnight"},
+		{Name: "location", Type: TypeString, Size: 255, Comment: "the IANA time zone, such as Europe/Berlin"},
+	}}
+}
+
+// BuiltinModels returns the rateLimit, apikey, rerolledKey, apikeyLimit
+// and apikeyRefill models, in that order.
 func BuiltinModels() []Model {
-	return []Model{rateLimitModel(), apiKeyModel(), rerolledKeyModel(), apiKeyLimitModel()}
+	return []Model{rateLimitModel(), apiKeyModel(), rerolledKeyModel(), apiKeyLimitModel(), apiKeyRefillModel()}
 }

@@ -150,7 +150,7 @@ func TestCheckSchemaLeavesOptionalTablesOut(t *testing.T) {
 	if err := db.CheckSchema(context.Background()); err != nil {
 		t.Fatalf("CheckSchema(): %v", err)
 	}
-	if !checked[core.ModelRateLimit] || !checked[core.ModelAPIKey] || checked[core.ModelRerolledKey] || checked[core.ModelAPIKeyLimit] {
+	if !checked[core.ModelRateLimit] || !checked[core.ModelAPIKey] || checked[core.ModelRerolledKey] || checked[core.ModelAPIKeyLimit] || checked[core.ModelAPIKeyRefill] {
 		t.Fatalf("checked %v, want rateLimit and apikey only", checked)
 	}
 	if err := db.CheckSchema(context.Background(), core.ModelAPIKeyLimit); !errors.Is(err, core.ErrSchema) {

@@ -32,6 +32,7 @@ func ExampleGenerate() {
 	// apikey.go: LastRequest *time.Time `gorm:"column:lastRequest;type:TIMESTAMPTZ(3)"`
 	// apikey.go: func (APIKey) TableName() string { return "apikey" }
 	// apikeylimit.go: func (APIKeyLimit) TableName() string { return "apikeyLimit" }
+	// apikeyrefill.go: func (APIKeyRefill) TableName() string { return "apikeyRefill" }
 	// ratelimit.go: LastRequest int64 `gorm:"column:lastRequest;type:BIGINT;not null;default:0;index:rateLimit_lastRequest_idx"`
 	// ratelimit.go: func (RateLimit) TableName() string { return "rateLimit" }
 	// rerolledkey.go: func (RerolledKey) TableName() string { return "rerolledKey" }

@@ -77,7 +77,8 @@ type Config struct {
 	// ignores it.
 	Package string
 	// Models are the logical models to emit (core.ModelRateLimit,
-	// core.ModelAPIKey, core.ModelRerolledKey, core.ModelAPIKeyLimit); empty
+	// core.ModelAPIKey, core.ModelRerolledKey, core.ModelAPIKeyLimit,
+	// core.ModelAPIKeyRefill); empty
 	// means all of them.
 	// Files come in schema order whatever the order here.
 	Models []string

@@ -20,7 +20,7 @@ func TestGenerateErrors(t *testing.T) {
 		{"unknown target", Config{Target: "prisma", Dialect: SQLite}, `unknown target "prisma"`, false},
 		{"unknown dialect", Config{Target: SQL, Dialect: "oracle"}, `unknown dialect "oracle"`, false},
 		{"gorm needs a dialect", Config{Target: Gorm}, `unknown dialect ""`, false},
-		{"unknown model", Config{Target: SQL, Dialect: SQLite, Models: []string{"user"}}, `unknown model "user" (want one of apikey, apikeyLimit, rateLimit, rerolledKey)`, false},
+		{"unknown model", Config{Target: SQL, Dialect: SQLite, Models: []string{"user"}}, `unknown model "user" (want one of apikey, apikeyLimit, apikeyRefill, rateLimit, rerolledKey)`, false},
 		{"model twice", Config{Target: SQL, Dialect: SQLite, Models: []string{"apikey", "apikey"}}, `model "apikey" listed twice`, false},
 		{"bad package", Config{Target: Bun, Dialect: SQLite, Package: "my-models"}, `package name "my-models" is not a Go identifier`, false},
 		{"keyword package", Config{Target: Ent, Package: "func"}, `package name "func"`, false},

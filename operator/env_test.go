@@ -99,10 +99,11 @@ func newEnv(t *testing.T, b backend) *env {
 	t.Cleanup(func() { pool.Close() })
 	s := suffix(t)
 	db, err := sluicesql.Open(pool, b.dialect, core.WithNaming(core.Naming{Tables: map[string]string{
-		core.ModelRateLimit:   "op_rate_limit_" + s,
-		core.ModelAPIKey:      "op_apikey_" + s,
-		core.ModelRerolledKey: "op_rerolled_key_" + s,
-		core.ModelAPIKeyLimit: "op_apikey_limit_" + s,
+		core.ModelRateLimit:    "op_rate_limit_" + s,
+		core.ModelAPIKey:       "op_apikey_" + s,
+		core.ModelRerolledKey:  "op_rerolled_key_" + s,
+		core.ModelAPIKeyLimit:  "op_apikey_limit_" + s,
+		core.ModelAPIKeyRefill: "op_apikey_refill_" + s,
 	}}))
 	if err != nil {
 		t.Fatal(err)

@@ -76,6 +76,7 @@ func open(t *testing.T, driver, sqlDriver string, d sluicesql.Dialect, dsn, sqlD
 	naming := core.Naming{Tables: map[string]string{
 		core.ModelRateLimit: "cmd_rate_limit_" + s, core.ModelAPIKey: "cmd_apikey_" + s,
 		core.ModelRerolledKey: "cmd_rerolled_" + s, core.ModelAPIKeyLimit: "cmd_apikey_limit_" + s,
+		core.ModelAPIKeyRefill: "cmd_apikey_refill_" + s,
 	}}
 	var tables []string
 	for m, tb := range naming.Tables {

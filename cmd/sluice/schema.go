@@ -10,7 +10,7 @@ import (
 )
 
 // models are the tables sluice uses, the required ones first.
-var models = []string{core.ModelRateLimit, core.ModelAPIKey, core.ModelRerolledKey, core.ModelAPIKeyLimit}
+var models = []string{core.ModelRateLimit, core.ModelAPIKey, core.ModelRerolledKey, core.ModelAPIKeyLimit, core.ModelAPIKeyRefill}
 
 func schemaCheck(ctx context.Context, c *cli, args []string) error {
 	if _, err := c.parse(flag.NewFlagSet("schema check", flag.ContinueOnError), args, 0, ""); err != nil {

@@ -95,7 +95,7 @@ func (m *Manager) validate(p CreateParams, now time.Time) (*keystore.Key, error)
 		if p.Remaining == nil {
 			return nil, invalidf("Refill needs a quota: set Remaining (a key without Remaining is unlimited)")
 		}
-		s.RefillInterval, s.RefillAmount = ptr(p.Refill.Interval.Milliseconds()), ptr(p.Refill.Amount)
+		s.RefillInterval, s.RefillAmount, s.RefillAnchor = refillColumns(p.Refill)
 	}
 	rl := m.o.rateLimit
 	if p.RateLimit != nil {
@@ -130,9 +130,20 @@ func setRateLimit(s *keystore.Key, rl RateLimit) {
 	}
 }
 
+// checkRefill validates r: both Interval and Amount, or Amount and a valid
+// Anchor that can be stored, or none.
 func checkRefill(r Refill) error {
 	switch {
 	case r == Refill{}:
+		return nil
+	case r.Anchor != nil && r.Interval != 0:
+		return invalidf("Refill has both an Interval (%v) and an Anchor: give one", r.Interval)
+	case r.Anchor != nil && r.Amount <= 0:
+		return invalidf("Refill.Anchor needs a positive Amount (got %d)", r.Amount)
+	case r.Anchor != nil:
+		if _, err := r.Anchor.MarshalText(); err != nil {
+			return invalidf("Refill.Anchor: %v", err)
+		}
 		return nil
 	case r.Interval == 0 || r.Amount == 0:
 		return invalidf("Refill needs both Interval and Amount, or neither (got interval %v, amount %d)", r.Interval, r.Amount)
@@ -142,6 +153,17 @@ func checkRefill(r Refill) error {
 		return invalidf("Refill.Amount %d is negative", r.Amount)
 	}
 	return nil
+}
+
+// refillColumns is a valid, non-zero r as the stored key's refillInterval,
+// refillAmount and refillAnchor: an anchored refill leaves refillInterval
+// NULL (see [Refill]).
+func refillColumns(r Refill) (interval, amount *int64, anchor *string) {
+	if r.Anchor == nil {
+		return ptr(r.Interval.Milliseconds()), ptr(r.Amount), nil
+	}
+	text, _ := r.Anchor.MarshalText() // checked by checkRefill
+	return nil, ptr(r.Amount), ptr(string(text))
 }
 
 func checkRateLimit(r RateLimit) error {

@@ -71,7 +71,7 @@ func TestCreateDefaultsAndFields(t *testing.T) {
 	})
 	got := e.get(t, k.ID)
 	if got.Name != "ci" || got.ConfigID != "cfg" || got.ReferenceID != "org-9" || got.Enabled ||
-		remaining(t, got) != 10 || got.Refill != (Refill{time.Hour, 10}) ||
+		remaining(t, got) != 10 || got.Refill != (Refill{Interval: time.Hour, Amount: 10}) ||
 		got.RateLimit != (RateLimit{true, time.Minute, 3}) || !got.ExpiresAt.Equal(epoch.Add(time.Hour)) ||
 		!got.CreatedAt.Equal(epoch) || !reflect.DeepEqual(got.Metadata, meta) || !reflect.DeepEqual(got.Permissions, perms) {
 		t.Fatalf("stored key = %+v", got)

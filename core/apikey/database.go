@@ -40,6 +40,8 @@ type schemaCheck struct {
 	noRerolls atomic.Pointer[error]
 	// noLimits says why the apikeyLimit table cannot be used; nil when it can.
 	noLimits atomic.Pointer[error]
+	// noRefills says why the apikeyRefill table cannot be used; nil when it can.
+	noRefills atomic.Pointer[error]
 }
 
 // timeFields are the stored-key fields that the database keeps as times.
@@ -65,8 +67,9 @@ func (d *dbStore) checkSchema(ctx context.Context, again bool) error {
 	}
 	// The rerolledKey table is optional: without it keys can be rerolled
 	// only without a grace period, and verification never looks there.
-	// So is the apikeyLimit table: without it no key has named limits.
-	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &d.schema.noRerolls, core.ModelAPIKeyLimit: &d.schema.noLimits} {
+	// So is the apikeyLimit table: without it no key has named limits;
+	// and the apikeyRefill table: without it no refill is anchored.
+	for model, why := range map[string]*atomic.Pointer[error]{core.ModelRerolledKey: &d.schema.noRerolls, core.ModelAPIKeyLimit: &d.schema.noLimits, core.ModelAPIKeyRefill: &d.schema.noRefills} {
 		if _, ok := d.db.Schema().Table(model); !ok {
 			err := fmt.Errorf("%w: the DB's schema has no %s model", core.ErrSchema, model)
 			why.Store(&err)
@@ -88,7 +91,7 @@ func (d *dbStore) checkSchema(ctx context.Context, again bool) error {
 // create stores s and remembers it, so that even its first verification
 // can skip the read.
 func (d *dbStore) create(ctx context.Context, s *keystore.Key) error {
-	if s.Limits == nil {
+	if s.Limits == nil && s.RefillAnchor == nil {
 		row, err := d.db.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
@@ -97,23 +100,38 @@ func (d *dbStore) create(ctx context.Context, s *keystore.Key) error {
 		d.keys.put(s)
 		return nil
 	}
-	if err := d.limitsUsable("Create"); err != nil {
-		return err
+	if s.Limits != nil {
+		if err := d.limitsUsable("Create"); err != nil {
+			return err
+		}
 	}
-	// The key and its limits together: a key without the limits it was
-	// given would not be limited by them.
-	limits := s.Limits
+	if s.RefillAnchor != nil {
+		if err := d.refillsUsable("Create"); err != nil {
+			return err
+		}
+	}
+	// The key with its limits and its anchor together: a key without the
+	// limits it was given would not be limited by them, one without its
+	// anchor never refilled.
+	limits, anchor := s.Limits, s.RefillAnchor
 	err := d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 		row, err := tx.Create(ctx, core.ModelAPIKey, values(s))
 		if err != nil {
 			return err
 		}
 		created := fromRow(row)
-		if err := setLimitsText(ctx, tx, created.ID, limits); err != nil {
-			return err
+		if limits != nil {
+			if err := setLimitsText(ctx, tx, created.ID, limits); err != nil {
+				return err
+			}
+		}
+		if anchor != nil {
+			if err := setAnchor(ctx, tx, created.ID, anchor); err != nil {
+				return err
+			}
 		}
 		*s = *created
-		s.Limits, s.LimitCounts = limits, nil
+		s.Limits, s.LimitCounts, s.RefillAnchor = limits, nil, anchor
 		return nil
 	})
 	if err == nil {
@@ -132,7 +150,8 @@ func (d *dbStore) find(ctx context.Context, where ...core.Where) (*keystore.Key,
 	if err != nil || !ok {
 		return nil, err
 	}
-	return fromRow(row), nil
+	s := fromRow(row)
+	return s, d.attachAnchors(ctx, s) // after the row: see database_refill.go
 }
 
 // read reads the key that hash opens at now: the key with that hash, or
@@ -162,7 +181,7 @@ func (d *dbStore) findMany(ctx context.Context, where []core.Where, limit int) (
 	for i, r := range rows {
 		out[i] = fromRow(r)
 	}
-	return out, nil
+	return out, d.attachAnchors(ctx, out...)
 }
 
 func (d *dbStore) byID(ctx context.Context, id int64) (*keystore.Key, error) {
@@ -176,11 +195,12 @@ func (d *dbStore) byID(ctx context.Context, id int64) (*keystore.Key, error) {
 func (d *dbStore) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
 	set := make(map[string]any, len(f))
 	limits, setLimits := f["limits"]
+	anchorValue, setAnchor := f["refillAnchor"]
 	for k, v := range f {
 		if ms, ok := v.(int64); ok && timeFields[k] {
 			v = time.UnixMilli(ms).UTC()
 		}
-		if k != "limits" {
+		if k != "limits" && k != "refillAnchor" {
 			set[k] = v
 		}
 	}
@@ -189,8 +209,32 @@ func (d *dbStore) update(ctx context.Context, id int64, f map[string]any) (*keys
 			return nil, err
 		}
 	}
+	var anchor *string
+	if setAnchor {
+		if err := d.checkSchema(ctx, false); err != nil {
+			return nil, err
+		}
+		if text, ok := anchorValue.(string); ok {
+			if err := d.refillsUsable("Update"); err != nil {
+				return nil, err
+			}
+			anchor = &text
+		} else if d.schema.noRefills.Load() != nil {
+			setAnchor = false // no table, no anchor to remove
+		}
+	}
 	var after *keystore.Key
 	err := d.changing(ctx, "Update", id, func(ctx context.Context) error {
+		if setAnchor {
+			var limitsText *string
+			if setLimits {
+				text, _ := limits.(string) // nil, for none, reads as ""
+				limitsText = &text
+			}
+			var err error
+			after, err = d.updateAnchored(ctx, id, set, anchor, limitsText)
+			return err
+		}
 		if !setLimits {
 			row, ok, err := d.db.Update(ctx, core.ModelAPIKey, []core.Where{core.Eq("id", id)}, set)
 			if ok {
@@ -210,6 +254,11 @@ func (d *dbStore) update(ctx context.Context, id int64, f map[string]any) (*keys
 	})
 	if err != nil || after == nil {
 		return nil, err
+	}
+	if !setAnchor {
+		if err := d.attachAnchors(ctx, after); err != nil {
+			return nil, err
+		}
 	}
 	d.keys.put(after) // the new settings, so that the next verification's write is planned on them
 	return after, d.attachLimits(ctx, after)

@@ -73,7 +73,7 @@ func (d *dbStore) verifyLimited(ctx context.Context, hash string, cost int64, re
 			if !ok {
 				return errLimitRaced
 			}
-			after = fromRow(row)
+			after = withAnchor(row, s)
 			for i, l := range lims {
 				r, present := rows[l.row]
 				if !present || l.Cost == 0 {

@@ -50,7 +50,7 @@ func (d *dbStore) reroll(ctx context.Context, id int64, mk newKey, now time.Time
 				if !ok {
 					return errRerollRaced
 				}
-				after = fromRow(row)
+				after = withAnchor(row, s)
 				return nil
 			})
 		})

@@ -34,6 +34,9 @@ func (d *dbStore) verify(ctx context.Context, hash string, cost int64, req *requ
 		var s *keystore.Key
 		if useCache {
 			s = d.cache.get(ctx, hash, gen)
+			if s != nil && anchorMarked(s) && s.RefillAnchor == nil {
+				s = nil // cached without its anchor: read it
+			}
 		}
 		fromCache := s != nil
 		rerolled := false // s was found through an old hash, whose generation gen is not
@@ -68,7 +71,7 @@ func (d *dbStore) verify(ctx context.Context, hash string, cost int64, req *requ
 		case err != nil:
 			return Result{}, afterWrite(ctx, "verify", err)
 		case ok:
-			after := fromRow(row)
+			after := withAnchor(row, s)
 			d.keys.put(after)
 			if !rerolled {
 				d.cache.fill(ctx, after, gen)
@@ -137,6 +140,9 @@ func (d *dbStore) dropExpiredKey(ctx context.Context, s *keystore.Key, hash stri
 // key: the write matched nothing, or s calls for a denial, which only a
 // read may confirm.
 func (d *dbStore) consumeRemembered(ctx context.Context, s *keystore.Key, g *guardValues, cost int64, req *required) (r Result, done bool, err error) {
+	if anchorMarked(s) && s.RefillAnchor == nil {
+		return Result{}, false, nil // its anchor unknown: only a read decides
+	}
 	now := d.now()
 	p := decideRead(s, now, cost, req)
 	if p.Code != "" {
@@ -152,7 +158,7 @@ func (d *dbStore) consumeRemembered(ctx context.Context, s *keystore.Key, g *gua
 	case err != nil:
 		return Result{}, true, afterWrite(ctx, "verify", err)
 	}
-	after := fromRow(row)
+	after := withAnchor(row, s)
 	d.keys.put(after)
 	k, err := toKey(after)
 	if err != nil {
@@ -249,22 +255,31 @@ func consumeRequest(s *keystore.Key, g *guardValues, p keystore.Plan, need *requ
 		req.Where = append(req.Where, core.Gt("lastRequest", now.Add(-w)), core.Lte("requestCount", *s.RateLimitMax-cost))
 		req.Increment["requestCount"] = cost
 	}
+	anchored := anchorMarked(s) && s.Remaining != nil
+	if anchored {
+		// lastRefillAt as read, which binds the anchor decided on too (see
+		// database_refill.go); it implies what the interval guards below
+		// check for an interval refill.
+		req.Where = refillSnapshot(req.Where, s)
+	}
 	switch {
 	case p.Refill:
 		// Only one caller wins a refill: it moves lastRefillAt to now,
 		// after which the refill is no longer due.
-		iv := time.Duration(*s.RefillInterval) * time.Millisecond
-		if s.LastRefillAt == nil {
-			req.Where = append(req.Where, core.IsNull("lastRefillAt"), core.Lte("createdAt", now.Add(-iv)))
-		} else {
-			req.Where = append(req.Where, core.Lte("lastRefillAt", now.Add(-iv)))
+		if !anchored {
+			iv := time.Duration(*s.RefillInterval) * time.Millisecond
+			if s.LastRefillAt == nil {
+				req.Where = append(req.Where, core.IsNull("lastRefillAt"), core.Lte("createdAt", now.Add(-iv)))
+			} else {
+				req.Where = append(req.Where, core.Lte("lastRefillAt", now.Add(-iv)))
+			}
 		}
 		req.Where = append(req.Where, core.IsNotNull("remaining"))
 		req.Set["remaining"], req.Set["lastRefillAt"] = *s.RefillAmount-cost, now
 	case p.Decrement:
 		req.Where = append(req.Where, core.Gte("remaining", cost))
 		req.Increment["remaining"] = -cost
-		if s.Refillable() {
+		if s.Refillable() && !anchored {
 			// Not due: a refill that fell due since s was seen must win
 			// over the decrement, as the rules put it first.
 			iv := time.Duration(*s.RefillInterval) * time.Millisecond

@@ -107,10 +107,24 @@ type RateLimit struct {
 }
 
 // Refill restores a key's quota to Amount once Interval has elapsed since
-// the last refill (or since creation). The zero Refill means none.
+// the last refill (or since creation), or, with Anchor instead of
+// Interval, at each instant of the anchor, such as 09:00 in Berlin on the
+// customer's signup day of every month ([keystore.Anchor]: the 31st
+// refills on February's last day): once per instant, at the first
+// verification after it. The zero Refill means none.
+//
+// An anchored refill needs database mode and its optional apikeyRefill
+// table ([core.ModelAPIKeyRefill]); the apikey row keeps refillAmount
+// with refillInterval NULL, so that Better Auth, sharing the table, never
+// refills the key on its own. Changing a key's anchor applies the new
+// anchor to the time of its last refill, as if the key had always had
+// it; LastRefillAt then moves by one millisecond, which makes every
+// verification planned under the old anchor miss its guarded write and
+// read again.
 type Refill struct {
-	Interval time.Duration // whole milliseconds
+	Interval time.Duration // whole milliseconds; 0 with an Anchor
 	Amount   int64
+	Anchor   *keystore.Anchor // nil: an interval refill
 }
 
 // toKey converts the stored form into a [Key]. Malformed permissions or
@@ -143,7 +157,9 @@ func toKey(s *keystore.Key) (*Key, error) {
 	if s.RateLimitMax != nil {
 		k.RateLimit.Max = *s.RateLimitMax
 	}
-	if s.Refillable() {
+	if a, ok := s.Anchored(); ok {
+		k.Refill = Refill{Amount: *s.RefillAmount, Anchor: &a}
+	} else if s.Refillable() {
 		k.Refill = Refill{Interval: time.Duration(*s.RefillInterval) * time.Millisecond, Amount: *s.RefillAmount}
 	}
 	if s.Permissions != nil && *s.Permissions != "" {

@@ -63,7 +63,7 @@ func (u UpdateParams) fields() (map[string]any, error) {
 	case u.Unlimited && (u.Remaining != nil || (u.Refill != nil && *u.Refill != Refill{})):
 		return nil, invalidf("Unlimited cannot be combined with Remaining or a Refill")
 	case u.Unlimited:
-		f["remaining"], f["refillInterval"], f["refillAmount"] = nil, nil, nil
+		f["remaining"], f["refillInterval"], f["refillAmount"], f["refillAnchor"] = nil, nil, nil, nil
 	case u.Remaining != nil && *u.Remaining < 0:
 		return nil, invalidf("Remaining %d is negative", *u.Remaining)
 	case u.Remaining != nil:
@@ -73,9 +73,10 @@ func (u UpdateParams) fields() (map[string]any, error) {
 		if err := checkRefill(*u.Refill); err != nil {
 			return nil, err
 		}
-		f["refillInterval"], f["refillAmount"] = nil, nil
+		f["refillInterval"], f["refillAmount"], f["refillAnchor"] = nil, nil, nil
 		if *u.Refill != (Refill{}) {
-			f["refillInterval"], f["refillAmount"] = u.Refill.Interval.Milliseconds(), u.Refill.Amount
+			iv, amount, anchor := refillColumns(*u.Refill)
+			f["refillInterval"], f["refillAmount"], f["refillAnchor"] = nilIfNil(iv), *amount, nilIfNil(anchor)
 		}
 	}
 	if u.RateLimit != nil {

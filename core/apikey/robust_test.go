@@ -238,7 +238,8 @@ func TestOutcomeUnknownStorageOnly(t *testing.T) {
 
 // schemaDouble is the memory store with a schema check of the apikey table
 // that fails a given number of times, then passes; the optional
-// rerolledKey and apikeyLimit tables always pass and are not counted.
+// rerolledKey, apikeyLimit and apikeyRefill tables always pass and are not
+// counted.
 type schemaDouble struct {
 	*memory.Memory
 	failures atomic.Int64 // checks left to fail
@@ -251,7 +252,7 @@ func (s *schemaDouble) CheckSchema(ctx context.Context, t *driver.Table) error {
 	s.mu.Lock()
 	s.tables[t.Name] = true
 	s.mu.Unlock()
-	if t.Model == core.ModelRerolledKey || t.Model == core.ModelAPIKeyLimit {
+	if t.Model == core.ModelRerolledKey || t.Model == core.ModelAPIKeyLimit || t.Model == core.ModelAPIKeyRefill {
 		return nil
 	}
 	s.checks.Add(1)
@@ -293,8 +294,8 @@ func TestSchemaCheckedBeforeFirstUse(t *testing.T) {
 	if n := s.checks.Load(); n != 3 {
 		t.Fatalf("%d checks, want 3: a pass is remembered", n)
 	}
-	if len(s.tables) != 3 || !s.tables["apikey"] || !s.tables["rerolled_key"] || !s.tables["apikey_limit"] {
-		t.Fatalf("checked tables %v, want apikey, rerolled_key and apikey_limit", s.tables)
+	if len(s.tables) != 4 || !s.tables["apikey"] || !s.tables["rerolled_key"] || !s.tables["apikey_limit"] || !s.tables["apikey_refill"] {
+		t.Fatalf("checked tables %v, want apikey, rerolled_key, apikey_limit and apikey_refill", s.tables)
 	}
 	// Called by the user, the check runs afresh.
 	s.failures.Store(1)

@@ -91,7 +91,18 @@ func (l *locations) put(hash, loc string) {
 
 func (l *locations) drop(hash string) { l.m.Load().Delete(hash) }
 
+// errNoAnchors refuses an anchored refill in storage-only mode: the
+// storage decides a claim in its own script (Lua on Redis), which has no
+// time-zone database to find the anchor's instants, and the manager cannot
+// give it the instant before the script has read the key.
+func errNoAnchors(op string) error {
+	return fmt.Errorf("apikey: %s: %w: an anchored refill (Refill.Anchor) needs database mode (apikey.New); a storage-only manager keeps interval refills only", op, core.ErrUnsupported)
+}
+
 func (st *storageStore) create(ctx context.Context, s *keystore.Key) error {
+	if s.RefillAnchor != nil {
+		return errNoAnchors("Create")
+	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("apikey: reading random bytes: %w", err)
@@ -210,6 +221,12 @@ func (st *storageStore) search(ctx context.Context, f Filter, after int64, limit
 }
 
 func (st *storageStore) update(ctx context.Context, id int64, f map[string]any) (*keystore.Key, error) {
+	if a, ok := f["refillAnchor"]; ok {
+		if a != nil {
+			return nil, errNoAnchors("Update")
+		}
+		delete(f, "refillAnchor") // no record holds one
+	}
 	loc, ok, err := st.locationOf(ctx, id)
 	if err != nil || !ok {
 		return nil, err

@@ -72,10 +72,11 @@ func uniqueNaming(t *testing.T, naming core.Naming) core.Naming {
 	t.Helper()
 	suffix := uniqueSuffix(t)
 	naming.Tables = map[string]string{
-		core.ModelRateLimit:   "gen_rl_" + suffix,
-		core.ModelAPIKey:      "gen_ak_" + suffix,
-		core.ModelRerolledKey: "gen_rk_" + suffix,
-		core.ModelAPIKeyLimit: "gen_kl_" + suffix,
+		core.ModelRateLimit:    "gen_rl_" + suffix,
+		core.ModelAPIKey:       "gen_ak_" + suffix,
+		core.ModelRerolledKey:  "gen_rk_" + suffix,
+		core.ModelAPIKeyLimit:  "gen_kl_" + suffix,
+		core.ModelAPIKeyRefill: "gen_kr_" + suffix,
 	}
 	return naming
 }

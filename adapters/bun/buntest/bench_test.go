@@ -66,7 +66,7 @@ func newBenchEnv(b *testing.B, tg target) *benchEnv {
 	bdb.SetMaxIdleConns(32)
 	tag := fmt.Sprintf("bench_%d", time.Now().UnixNano()%1e9)
 	s := core.MustSchema(core.Naming{Tables: map[string]string{
-		core.ModelRateLimit: "rl_" + tag, core.ModelAPIKey: "ak_" + tag, core.ModelRerolledKey: "rk_" + tag, core.ModelAPIKeyLimit: "kl_" + tag}})
+		core.ModelRateLimit: "rl_" + tag, core.ModelAPIKey: "ak_" + tag, core.ModelRerolledKey: "rk_" + tag, core.ModelAPIKeyLimit: "kl_" + tag, core.ModelAPIKeyRefill: "kr_" + tag}})
 	ddl, err := gen.DDL(s, tg.dialect)
 	if err != nil {
 		b.Fatal(err)

@@ -112,7 +112,7 @@ func newBenchEnv(b *testing.B, bk backend) *benchEnv {
 	pool.SetMaxOpenConns(conns)
 	pool.SetMaxIdleConns(conns) // the default of 2 would reconnect all the time
 	table := fmt.Sprintf("bench_rl_%d", time.Now().UnixNano()%1e9)
-	schema := core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: table, core.ModelAPIKey: table + "_ak", core.ModelRerolledKey: table + "_rk", core.ModelAPIKeyLimit: table + "_kl"}})
+	schema := core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: table, core.ModelAPIKey: table + "_ak", core.ModelRerolledKey: table + "_rk", core.ModelAPIKeyLimit: table + "_kl", core.ModelAPIKeyRefill: table + "_kr"}})
 	ddl, err := gen.DDL(schema, bk.dialect)
 	if err != nil {
 		b.Fatal(err)

@@ -124,7 +124,7 @@ func newBenchDB(b *testing.B, dsn string) *benchDB {
 	tag := randTag()
 	s := core.MustSchema(core.Naming{Tables: map[string]string{core.ModelRateLimit: fmt.Sprintf("bench_rl_%d", tag),
 		core.ModelAPIKey: fmt.Sprintf("bench_ak_%d", tag), core.ModelRerolledKey: fmt.Sprintf("bench_rk_%d", tag),
-		core.ModelAPIKeyLimit: fmt.Sprintf("bench_kl_%d", tag)}})
+		core.ModelAPIKeyLimit: fmt.Sprintf("bench_kl_%d", tag), core.ModelAPIKeyRefill: fmt.Sprintf("bench_kr_%d", tag)}})
 	t, _ := s.Table(core.ModelRateLimit)
 	stmts, err := gen.DDL(s, gen.Postgres)
 	if err != nil {

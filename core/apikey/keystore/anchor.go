@@ -1,7 +1,11 @@
 package keystore
 
 import (
+	"errors"
 	"fmt"
+	"strconv"
+	"strings"
+	"sync"
 	"time"
 )
 
@@ -107,4 +111,86 @@ func (a Anchor) Due(last, now int64) (due bool, wait int64) {
 // a must be valid.
 func (a Anchor) Interval(now int64) int64 {
 	return now - a.Latest(time.UnixMilli(now)).UnixMilli() + 1
+}
+
+// MarshalText is a's stored form, "day ms zone" (such as "31 34200000
+// Europe/Berlin": TimeOfDay in milliseconds), as [Key.RefillAnchor] holds
+// it. It fails for an invalid anchor and for a Location that another
+// process could not load by its name with [time.LoadLocation]: time.Local
+// (each machine's own) and zones made with [time.FixedZone].
+func (a Anchor) MarshalText() ([]byte, error) {
+	if p := a.Problem(); p != "" {
+		return nil, errors.New(p)
+	}
+	name := a.Location.String()
+	if loc, err := loadZone(name); err != nil || name == "Local" || !sameZone(loc, a.Location) {
+		return nil, fmt.Errorf("refill location %q cannot be stored: give time.UTC or a zone from time.LoadLocation, such as Europe/Berlin (a stored anchor is read back by its zone's name, and Local is each machine's own)", name)
+	}
+	return fmt.Appendf(nil, "%d %d %s", a.Day, a.TimeOfDay.Milliseconds(), name), nil
+}
+
+// UnmarshalText reads the form MarshalText writes.
+func (a *Anchor) UnmarshalText(b []byte) error {
+	day, rest, ok1 := strings.Cut(string(b), " ")
+	ms, name, ok2 := strings.Cut(rest, " ")
+	d, err1 := strconv.Atoi(day)
+	t, err2 := strconv.ParseInt(ms, 10, 64)
+	if !ok1 || !ok2 || err1 != nil || err2 != nil {
+		return fmt.Errorf("refill anchor %q is not \"day ms zone\"", b)
+	}
+	loc, err := loadZone(name)
+	if err != nil {
+		return fmt.Errorf("refill anchor %q: %w", b, err)
+	}
+	v := Anchor{Day: d, TimeOfDay: time.Duration(t) * time.Millisecond, Location: loc}
+	if p := v.Problem(); p != "" {
+		return errors.New(p)
+	}
+	*a = v
+	return nil
+}
+
+// zones holds the locations loaded by name: time.LoadLocation reads the
+// zone database at each call, and a verification reads its key's anchor.
+var zones sync.Map // name → *time.Location
+
+func loadZone(name string) (*time.Location, error) {
+	if l, ok := zones.Load(name); ok {
+		return l.(*time.Location), nil
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, loc)
+	return loc, nil
+}
+
+// sameZone reports whether a and b agree on the offset at a sample of
+// instants: a *time.Location given under a name must be the zone of that
+// name, or the stored anchor would be read back as another.
+func sameZone(a, b *time.Location) bool {
+	for _, t := range []int64{0, 1_700_000_000, 1_720_000_000, 1_800_000_000, 1_815_000_000} {
+		_, x := time.Unix(t, 0).In(a).Zone()
+		_, y := time.Unix(t, 0).In(b).Zone()
+		if x != y {
+			return false
+		}
+	}
+	return true
+}
+
+// Anchored returns the anchor of a key with an anchored refill: a
+// positive RefillAmount, no RefillInterval (an interval refill, the one
+// Better Auth applies, wins) and a RefillAnchor that reads back. A key
+// whose RefillAnchor is malformed has no refill.
+func (k *Key) Anchored() (Anchor, bool) {
+	if k.RefillAnchor == nil || k.RefillInterval != nil || k.RefillAmount == nil || *k.RefillAmount <= 0 {
+		return Anchor{}, false
+	}
+	var a Anchor
+	if a.UnmarshalText([]byte(*k.RefillAnchor)) != nil {
+		return Anchor{}, false
+	}
+	return a, true
 }

@@ -64,7 +64,7 @@ type Result struct {
 //     actions; none when nil or malformed) lack one of req.RequireAll, or,
 //     req.RequireAny not being empty, hold none of it → Forbidden.
 //  4. k.Remaining != nil && *k.Remaining < need and the key has no refill
-//     (refillInterval > 0 and refillAmount > 0) → UsageExceeded.
+//     ([Key.Refillable]) → UsageExceeded.
 //  5. Rate limit, when rateLimitEnabled && rateLimitTimeWindow > 0 &&
 //     rateLimitMax != nil (window w, max m):
 //     lastRequest == nil or lastRequest ≤ now − w: a new window; need > m →
@@ -85,7 +85,10 @@ type Result struct {
 //     OwnerLimit. (The key's limits first, as the database locks them.)
 //  6. Quota, when k.Remaining != nil: the refill is due when lastRefillAt ≤
 //     now − refillInterval, or, lastRefillAt being nil, when createdAt ≤ now −
-//     refillInterval. Due: refillAmount < need → UsageExceeded, else step
+//     refillInterval; for an anchored refill ([Key.Anchored]), when
+//     that time is before the latest anchor instant at or before now
+//     ([Anchor.Due]; storage scripts may leave anchors out, as
+//     storage-only managers refuse them). Due: refillAmount < need → UsageExceeded, else step
 //     "refill". Not due: *k.Remaining < need → UsageExceeded (TryAgainIn =
 //     time to the next refill, 0 without refill), else step "decrement".
 //  7. Allowed. When cost > 0 the steps are applied: reset sets requestCount
@@ -206,6 +209,9 @@ func refillDue(k *Key, now int64) (due bool, wait int64) {
 	last := k.CreatedAt
 	if k.LastRefillAt != nil {
 		last = *k.LastRefillAt
+	}
+	if a, ok := k.Anchored(); ok {
+		return a.Due(last, now)
 	}
 	if last <= now-*k.RefillInterval {
 		return true, 0

@@ -24,12 +24,18 @@ type Key struct {
 	RefillInterval      *int64  `json:"refillInterval"` // ms
 	RefillAmount        *int64  `json:"refillAmount"`
 	LastRefillAt        *int64  `json:"lastRefillAt"` // epoch ms
-	LastRequest         *int64  `json:"lastRequest"`  // epoch ms
-	ExpiresAt           *int64  `json:"expiresAt"`    // epoch ms
-	CreatedAt           int64   `json:"createdAt"`    // epoch ms
-	UpdatedAt           int64   `json:"updatedAt"`    // epoch ms
-	Permissions         *string `json:"permissions"`  // JSON text of resource → actions
-	Metadata            *string `json:"metadata"`     // JSON text
+	// RefillAnchor, with RefillInterval nil, makes the refill anchored to
+	// the calendar: the text of an [Anchor] (see [Anchor.MarshalText]).
+	// The database keeps it in the apikeyRefill table, so that Better
+	// Auth, which reads refillInterval and refillAmount, sees a key
+	// without refill and never refills it a second time.
+	RefillAnchor *string `json:"refillAnchor,omitempty"`
+	LastRequest  *int64  `json:"lastRequest"` // epoch ms
+	ExpiresAt    *int64  `json:"expiresAt"`   // epoch ms
+	CreatedAt    int64   `json:"createdAt"`   // epoch ms
+	UpdatedAt    int64   `json:"updatedAt"`   // epoch ms
+	Permissions  *string `json:"permissions"` // JSON text of resource → actions
+	Metadata     *string `json:"metadata"`    // JSON text
 	// Rerolled, in storage-only mode, holds the earlier hashes of a
 	// rerolled key that still open it: JSON text of hash → end of its
 	// grace in epoch ms. The database keeps them in the rerolledKey table
@@ -52,9 +58,14 @@ func (k *Key) RateLimited() bool {
 }
 
 // Refillable reports whether the key has a refill: both a positive interval
-// and a positive amount, as in Better Auth.
+// and a positive amount, as in Better Auth, or an anchored one
+// ([Key.Anchored]).
 func (k *Key) Refillable() bool {
-	return k.RefillInterval != nil && *k.RefillInterval > 0 && k.RefillAmount != nil && *k.RefillAmount > 0
+	if k.RefillInterval != nil && *k.RefillInterval > 0 && k.RefillAmount != nil && *k.RefillAmount > 0 {
+		return true
+	}
+	_, ok := k.Anchored()
+	return ok
 }
 
 // OpensWith reports whether the key presented with the given hash opens k

@@ -126,10 +126,11 @@ func suffix(t testing.TB) string {
 func uniqueTables(t testing.TB) core.Naming {
 	s := suffix(t)
 	return core.Naming{Tables: map[string]string{
-		core.ModelRateLimit:   "demo_rate_limit_" + s,
-		core.ModelAPIKey:      "demo_apikey_" + s,
-		core.ModelRerolledKey: "demo_rerolled_key_" + s,
-		core.ModelAPIKeyLimit: "demo_apikey_limit_" + s,
+		core.ModelRateLimit:    "demo_rate_limit_" + s,
+		core.ModelAPIKey:       "demo_apikey_" + s,
+		core.ModelRerolledKey:  "demo_rerolled_key_" + s,
+		core.ModelAPIKeyLimit:  "demo_apikey_limit_" + s,
+		core.ModelAPIKeyRefill: "demo_apikey_refill_" + s,
 	}}
 }
 

@@ -29,7 +29,7 @@
 //	-dialect postgres|mysql|sqlite   column types (required except for ent)
 //	-out DIR          output folder (default "."); with -dsn, "-" writes the script to stdout
 //	-package NAME     Go package (default "schema" for ent, "models" for gorm and bun)
-//	-models LIST      comma-separated logical models, e.g. rateLimit,apikey (default all: rateLimit,apikey,rerolledKey,apikeyLimit)
+//	-models LIST      comma-separated logical models, e.g. rateLimit,apikey (default all: rateLimit,apikey,rerolledKey,apikeyLimit,apikeyRefill)
 //	-preset snake|betterauth   naming preset (default snake)
 //	-plural           plural table names
 //	-table model=name          table override (repeatable)

@@ -104,7 +104,7 @@ func parse(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&dialect, "dialect", "", "postgres, mysql or sqlite (not needed for ent)")
 	fs.StringVar(&o.out, "out", ".", "output folder")
 	fs.StringVar(&o.cfg.Package, "package", "", `Go package (default "schema" for ent, "models" for gorm and bun)`)
-	fs.StringVar(&models, "models", "", "comma-separated logical models (default all: rateLimit,apikey,rerolledKey,apikeyLimit)")
+	fs.StringVar(&models, "models", "", "comma-separated logical models (default all: rateLimit,apikey,rerolledKey,apikeyLimit,apikeyRefill)")
 	fs.StringVar(&preset, "preset", "snake", "naming preset: snake or betterauth")
 	fs.BoolVar(&plural, "plural", false, "plural table names")
 	fs.Var(&tables, "table", "table override model=name (repeatable)")
