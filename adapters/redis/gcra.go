@@ -30,14 +30,16 @@ func (s *Storage) AdvanceTAT(ctx context.Context, key string, now, increment, li
 			return 0, false, fmt.Errorf("sluiceredis: advance tat: %w: %s %d is outside [0, 2^51)", core.ErrInvalid, a.name, a.v)
 		}
 	}
-	res, err := s.evalInts(ctx, gcraScript, s.prefix+key, now, increment, limit)
+	// One integer: the tat when it advanced, -tat-1 when refused (a tat
+	// is never negative), read without an allocation.
+	res, err := s.evalInt(ctx, gcraScript, s.prefix+key, now, increment, limit)
 	if err != nil {
 		return 0, false, fmt.Errorf("sluiceredis: advance tat: %w", err)
 	}
-	if len(res) != 2 {
-		return 0, false, fmt.Errorf("sluiceredis: advance tat: the script answered %d values, not 2", len(res))
+	if res < 0 {
+		return -res - 1, false, nil
 	}
-	return res[0], res[1] == 1, nil
+	return res, true, nil
 }
 
 var _ driver.TATAdvancer = (*Storage)(nil)
