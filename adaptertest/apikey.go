@@ -28,6 +28,7 @@ const (
 	rulePermissionRevoked = "a permission taken away after every caller has verified the key with it is refused to 50 concurrent callers, spending nothing, while 50 concurrent callers asking for a permission it kept admit exactly its remaining quota"
 	ruleNamedLimits       = "a key with named limits requests (1000) and tokens (100), verified by 50 concurrent callers each spending 1 request and 7 tokens, admits exactly 14; the other 36 answer RATE_LIMITED naming tokens and spend nothing: the key's quota, requests and tokens are spent exactly 14, 14 and 98"
 	ruleOwnerLimits       = "two keys of one owner, one with a quota of 5, share the owner's named limit of 100 tokens: 50 concurrent callers, half on each key, each spending 7 tokens, admit exactly 14 in all, and each key's quota falls by exactly its own admissions: a denial on either side spends nothing on the other"
+	ruleAnchoredRefill    = "a spent key refilled with 5 on a day of the month at a time, verified by 20 concurrent callers that remember it as spent, admits none a millisecond before the anchor instant, exactly 5 at it (one refill: they see remaining 4 to 0 once each), none again before the next instant, and exactly 5 at the next one"
 	ruleRerolled          = "a key rerolled while 50 callers verify it, half with the old plaintext and half with the new one once it exists, admits exactly its quota, counted once on the one record; once the grace period is over, the old plaintext is invalid to 50 concurrent callers while the new one admits exactly the quota left"
 )
 

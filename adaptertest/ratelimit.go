@@ -255,7 +255,7 @@ type readHook struct {
 
 func (h readHook) FindOne(ctx context.Context, t *driver.Table, where []driver.Where) (driver.Record, error) {
 	rec, err := h.Adapter.FindOne(ctx, t, where)
-	if err == nil {
+	if err == nil && t.Model != core.ModelAPIKeyRefill { // an anchor is read after its key, which the hook holds
 		h.fn(ctx, rec)
 	}
 	return rec, err

@@ -197,6 +197,8 @@ func apiKeyCases() []dbCase {
 		{"NamedLimitsSeveralPools", ruleNamedLimits, tx | pools, keyRace(apiKeyNamedLimits, 1)},
 		{"OwnerLimits", ruleOwnerLimits, tx, keyRace(apiKeyOwnerLimits, 1)},
 		{"OwnerLimitsSeveralPools", ruleOwnerLimits, tx | pools, keyRace(apiKeyOwnerLimits, 1)},
+		{"AnchoredRefill", ruleAnchoredRefill, tx, keyRace(apiKeyAnchoredRefill, raceRounds)},
+		{"AnchoredRefillSeveralPools", ruleAnchoredRefill, tx | pools, keyRace(apiKeyAnchoredRefill, raceRounds)},
 		{"Rerolled", ruleRerolled, tx, keyRace(apiKeyRerolled, 1)},
 		{"RerolledSeveralPools", ruleRerolled, tx | pools, keyRace(apiKeyRerolled, 1)},
 		{"StoredTextRoundTrips", ruleStoredText, 0, checked(apiKeyStoredText)},
