@@ -68,23 +68,11 @@ func RunCluster(t *testing.T, newHarness HarnessMaker) {
 	runCases(t, clusterSuite(), open)
 }
 
-// policiesOnNodes is why RunCluster skips the policies' bursts over
-// several nodes: a policy decides in one transaction, and across Galera
-// nodes 64 callers make those transactions conflict more often than the
-// policy's attempts allow, so that some give up with core.ErrContention, a
-// denial under fail-closed: fewer admitted than the policy allows (never
-// more: the engine refuses to commit a transaction the cluster aborted).
-const policiesOnNodes = "known: a policy's transaction gives up (core.ErrContention) under contention across Galera nodes " +
-	"and under-admits (issue #38)"
-
 // clusterSuite is the cases of [RunCluster]: those of [Run] over several
 // pools, then the cluster's own.
 func clusterSuite() []dbCase {
 	var cases []dbCase
 	for _, c := range append(append(raceCases(), rateLimitCases()...), apiKeyCases()...) {
-		if strings.HasPrefix(c.name, "Policy") && strings.Contains(c.name, fmt.Sprintf("pools=%d", rlPools)) {
-			c.run = func(t testing.TB, _ *Fixture) { t.Skip(policiesOnNodes) }
-		}
 		if c.needs&txHandles != 0 {
 			continue // a caller's transaction on a multi-primary cluster can fail its certification at commit: not run here
 		}

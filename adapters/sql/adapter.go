@@ -156,12 +156,18 @@ func (a *Adapter) newBuilder() *builder {
 // so an error from fn undoes fn's writes and nothing else. A panic in fn
 // rolls back and propagates. The engine does not re-run fn: a deadlock or
 // serialization failure comes back as core.ErrContention for the caller
-// to decide.
+// to decide; unless ctx is marked [driver.Rerunnable] (a policy's
+// transaction): then the engine retries the transaction as a whole, as it
+// retries its own (see retry).
 func (a *Adapter) Transaction(ctx context.Context, fn func(ctx context.Context, tx driver.Adapter) error) error {
 	if fn == nil {
 		return fmt.Errorf("%w: %s: Transaction with a nil function", core.ErrInvalid, a.e.name())
 	}
-	return a.inTransaction(ctx, func(tx *Adapter) error { return fn(ctx, tx) })
+	run := func() error { return a.inTransaction(ctx, func(tx *Adapter) error { return fn(ctx, tx) }) }
+	if !a.inTx && driver.IsRerunnable(ctx) {
+		return a.retry(ctx, run)
+	}
+	return run()
 }
 
 // inTransaction runs fn in a new transaction or, inside one, a savepoint.
@@ -239,6 +245,10 @@ func (a *Adapter) writeTx(ctx context.Context, fn func(tx *Adapter) error) error
 	return a.retry(ctx, func() error { return a.inTransaction(ctx, fn) })
 }
 
+// errClusterAborted is stillInTransaction's finding: retryable, as a
+// deadlock is (see classify), since nothing of the transaction took effect.
+var errClusterAborted = errors.New("the cluster aborted the transaction (no longer in it before COMMIT)")
+
 // stillInTransaction, on a Galera node (Features.CausalReads), asks the
 // server whether the engine's transaction is still open before it is
 // committed. A node that aborted the transaction for another node's
@@ -257,7 +267,7 @@ func (a *Adapter) stillInTransaction(ctx context.Context) error {
 		return a.e.mapErr(err)
 	}
 	if n == 0 {
-		return fmt.Errorf("%w: %s: the cluster aborted the transaction (no longer in it before COMMIT)", core.ErrContention, a.e.name())
+		return fmt.Errorf("%w: %s: %w", core.ErrContention, a.e.name(), errClusterAborted)
 	}
 	return nil
 }

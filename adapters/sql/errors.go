@@ -70,6 +70,9 @@ func (e *engine) classify(err error) class {
 	if e.endedTx(err) {
 		return endedTx
 	}
+	if errors.Is(err, errClusterAborted) {
+		return retryable
+	}
 	msg := err.Error()
 	c, fam, ok := e.code(err)
 	cl := classes[fam]
@@ -135,6 +138,11 @@ func (e *engine) mapErr(err error) error {
 		return err
 	case invalidIn:
 		return fmt.Errorf("%w: the database refused a value: %w", core.ErrInvalid, err)
+	case retryable:
+		if errors.Is(err, core.ErrContention) {
+			return err // already says so (errClusterAborted)
+		}
+		return fmt.Errorf("%w: %w", core.ErrContention, err)
 	case endedTx:
 		return fmt.Errorf("%w: the transaction has ended (committed or rolled back) or was aborted by an earlier error; nothing was written: %w", core.ErrInvalid, err)
 	default:

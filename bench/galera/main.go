@@ -14,7 +14,13 @@
 //     made beforehand; the same with the limiter on the plain server;
 //   - hot: one key from every node, through the limiter without routing,
 //     with route.New, with route.New and write combining, and on the
-//     plain server without combining;
+//     plain server without combining; and the floor of a hot row, a
+//     hand-written guarded UPDATE from every caller, on one node (where
+//     routing sends the key) and on the plain server.
+//
+// The log (stderr) gives each cell's errors and what the cluster did: write
+// sets committed (the report gives decisions per commit), certification
+// failures, transactions aborted by replicated ones, flow-control pauses.
 //   - read: a key's row read by hand on a node, plain and causal (SET
 //     STATEMENT wsrep_sync_wait=1 FOR …, as the SQL engine reads on Galera).
 package main
@@ -49,6 +55,7 @@ var (
 	keys       = flag.Int("keys", 10000, "keys of the uniform cells")
 	dsnList    = flag.String("dsns", os.Getenv("SLUICE_GALERA_DSNS"), "the cluster's nodes, comma-separated")
 	plainDSN   = flag.String("plain", os.Getenv("SLUICE_MYSQL_DSN"), "one plain MariaDB server")
+	only       = flag.String("cells", "", "run only the cells whose name holds this text (the ratios of cells left out are not reported)")
 )
 
 // cell is one measured workload: op is one decision (or read) by caller g.
@@ -192,8 +199,8 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	res := measure(ctx, cells, len(dsns)**goroutines)
-	report(res, len(dsns))
+	res, per := measure(ctx, cells, len(dsns)**goroutines, cl.pools)
+	report(res, per, len(dsns))
 	return nil
 }
 
@@ -257,17 +264,44 @@ func buildCells(ctx context.Context, cl, pl *target) ([]cell, error) {
 		{"hot/limiter, route.New", decide(routedL, hotKey)},
 		{"hot/limiter, route.New + write combining", decide(routedCL, hotKey)},
 		{"hot/limiter on one plain server", decide(hotPlainL, hotKey)},
+		{"hot/guarded UPDATE on one node", hotUpdate(cl.pools[:1], cl.table)},
+		{"hot/guarded UPDATE on one plain server", hotUpdate(pl.pools, pl.table)},
 		{"read/plain", read(false)},
 		{"read/causal", read(true)},
 	}, nil
 }
 
+// hotUpdate is the floor of a hot key: the hand-written guarded UPDATE of
+// one row from every caller, over pools (the cluster's first node alone:
+// the rate at which one node commits one row's writes, what a routed key
+// gets; or the plain server). No decision carries more than one unit, so
+// a combined write's decisions per commit times this rate bound the
+// routed, combined cell.
+func hotUpdate(pools []*sql.DB, table string) func(ctx context.Context, g int) error {
+	q := fmt.Sprintf("UPDATE `%s` SET `count` = `count` + 1, `last_request` = ? WHERE `key` = 'hot' AND `count` < ?", table)
+	return func(ctx context.Context, g int) error {
+		res, err := pools[g%len(pools)].ExecContext(ctx, q, time.Now().UnixMilli(), rule.Max)
+		if err == nil {
+			if n, _ := res.RowsAffected(); n != 1 {
+				err = fmt.Errorf("the guarded UPDATE matched %d rows", n)
+			}
+		}
+		return err
+	}
+}
+
 // measure runs every cell once per round, the rounds interleaved, and
-// returns each cell's operations per second in each round, and its errors.
-func measure(ctx context.Context, cells []cell, callers int) map[string][]float64 {
-	res := map[string][]float64{}
+// returns each cell's operations per second in each round and, on the
+// cluster, its operations per write set committed; it logs every cell's
+// errors and the cluster's counters (see wsrep).
+func measure(ctx context.Context, cells []cell, callers int, nodes []*sql.DB) (res, per map[string][]float64) {
+	res, per = map[string][]float64{}, map[string][]float64{}
 	for r := range *rounds {
 		for _, c := range cells {
+			if !strings.Contains(c.name, *only) {
+				continue
+			}
+			before := wsrepStatus(ctx, nodes)
 			var n, errs atomic.Int64
 			var first atomic.Value
 			stop := time.Now().Add(*duration)
@@ -290,10 +324,56 @@ func measure(ctx context.Context, cells []cell, callers int) map[string][]float6
 			wg.Wait()
 			ops := float64(n.Load()) / time.Since(start).Seconds()
 			res[c.name] = append(res[c.name], ops)
-			fmt.Fprintf(os.Stderr, "round %d %-45s %8.0f/s errors %d %v\n", r, c.name, ops, errs.Load(), first.Load())
+			d := wsrepStatus(ctx, nodes).minus(before)
+			perCommit := 0.0
+			if d.commits > 0 {
+				perCommit = float64(n.Load()) / float64(d.commits)
+				per[c.name] = append(per[c.name], perCommit)
+			}
+			fmt.Fprintf(os.Stderr, "round %d %-45s %8.0f/s errors %d %v | cluster: %d commits (%.1f ops each), %d cert failures, %d brute-force aborts, flow control paused %v\n",
+				r, c.name, ops, errs.Load(), first.Load(), d.commits, perCommit, d.certFailures, d.bfAborts, time.Duration(d.pausedNs).Round(time.Millisecond))
 		}
 	}
-	return res
+	return res, per
+}
+
+// wsrep is a sum over the cluster's nodes of the wsrep counters that say
+// where a cell's time went: write sets committed locally, certification
+// failures, local transactions aborted by replicated ones, and the time
+// flow control paused replication.
+type wsrep struct{ commits, certFailures, bfAborts, pausedNs int64 }
+
+func (a wsrep) minus(b wsrep) wsrep {
+	return wsrep{a.commits - b.commits, a.certFailures - b.certFailures, a.bfAborts - b.bfAborts, a.pausedNs - b.pausedNs}
+}
+
+func wsrepStatus(ctx context.Context, nodes []*sql.DB) wsrep {
+	var w wsrep
+	for _, p := range nodes {
+		rows, err := p.QueryContext(ctx, "SHOW GLOBAL STATUS WHERE Variable_name IN ('wsrep_local_commits', 'wsrep_local_cert_failures', 'wsrep_local_bf_aborts', 'wsrep_flow_control_paused_ns')")
+		if err != nil {
+			continue
+		}
+		for rows.Next() {
+			var name string
+			var v int64
+			if rows.Scan(&name, &v) != nil {
+				continue
+			}
+			switch name {
+			case "wsrep_local_commits":
+				w.commits += v
+			case "wsrep_local_cert_failures":
+				w.certFailures += v
+			case "wsrep_local_bf_aborts":
+				w.bfAborts += v
+			case "wsrep_flow_control_paused_ns":
+				w.pausedNs += v
+			}
+		}
+		_ = rows.Close()
+	}
+	return w
 }
 
 func median(xs []float64) float64 {
@@ -311,7 +391,7 @@ func ratio(res map[string][]float64, a, b string) float64 {
 	return median(rs)
 }
 
-func report(res map[string][]float64, nodes int) {
+func report(res, per map[string][]float64, nodes int) {
 	var load string
 	if raw, err := os.ReadFile("/proc/loadavg"); err == nil {
 		load = strings.Join(strings.Fields(string(raw))[:3], " ")
@@ -319,14 +399,18 @@ func report(res map[string][]float64, nodes int) {
 	fmt.Printf("# sluice on a MariaDB Galera cluster\n\n")
 	fmt.Printf("Run on %s with `go run ./bench/galera %s` (%d nodes on loopback, %d callers per node over one pool per node, %v per cell, %d interleaved rounds, %d uniform keys; %s/%s, %d CPUs, load average %s).\n\n",
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), strings.Join(os.Args[1:], " "), nodes, *goroutines, *duration, *rounds, *keys, runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), load)
-	fmt.Printf("| cell | decisions/s (median) |\n|---|---|\n")
+	fmt.Printf("| cell | decisions/s (median) | decisions per write set the cluster committed (median) |\n|---|---|---|\n")
 	var names []string
 	for n := range res {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	for _, n := range names {
-		fmt.Printf("| %s | %.0f |\n", n, median(res[n]))
+		pc := "—"
+		if per[n] != nil {
+			pc = fmt.Sprintf("%.1f", median(per[n]))
+		}
+		fmt.Printf("| %s | %.0f | %s |\n", n, median(res[n]), pc)
 	}
 	fmt.Printf("\n| ratio (median of the rounds' ratios) | measured | goal |\n|---|---|---|\n")
 	rows := []struct{ what, a, b, goal string }{
@@ -335,9 +419,14 @@ func report(res map[string][]float64, nodes int) {
 		{"hot key from every node: route.New ÷ without", "hot/limiter, route.New", "hot/limiter", "≥ 2"},
 		{"hot key: route.New + write combining ÷ one plain server without combining", "hot/limiter, route.New + write combining", "hot/limiter on one plain server", "≥ 1"},
 		{"hot key: without routing ÷ one plain server", "hot/limiter", "hot/limiter on one plain server", "reported"},
+		{"hot key: route.New + write combining ÷ the guarded UPDATE of the row on its node", "hot/limiter, route.New + write combining", "hot/guarded UPDATE on one node", "reported"},
+		{"hot row's commits: one node ÷ one plain server (hand-written guarded UPDATE)", "hot/guarded UPDATE on one node", "hot/guarded UPDATE on one plain server", "reported"},
 		{"a key's read: causal ÷ plain (the cost of wsrep_sync_wait=1)", "read/causal", "read/plain", "reported"},
 	}
 	for _, r := range rows {
+		if res[r.a] == nil || res[r.b] == nil {
+			continue
+		}
 		fmt.Printf("| %s | %.2f | %s |\n", r.what, ratio(res, r.a, r.b), r.goal)
 	}
 }

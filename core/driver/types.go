@@ -466,3 +466,25 @@ func StorableText(s string) error {
 	}
 	return nil
 }
+
+type rerunKey struct{}
+
+// Rerunnable returns ctx marked for a [Transactor]: the function of a
+// Transaction called with it has no effect outside its transaction and may
+// run again, as a whole, when the database aborts the transaction for
+// concurrent writers (a deadlock victim, a serialization failure, a
+// cluster's certification conflict). An adapter that retries its own
+// transactions then retries this one by the same rule, at the top level
+// only (a nested Transaction is a savepoint of the caller's). sluice's
+// policies mark the transaction each decision runs in (through
+// core.DB.InTx); a transaction whose function is a caller's, which may do
+// anything, is never marked.
+func Rerunnable(ctx context.Context) context.Context {
+	return context.WithValue(ctx, rerunKey{}, true)
+}
+
+// IsRerunnable reports whether ctx was marked by [Rerunnable].
+func IsRerunnable(ctx context.Context) bool {
+	v, _ := ctx.Value(rerunKey{}).(bool)
+	return v
+}

@@ -74,8 +74,12 @@ var errPolicyDenied = errors.New("ratelimit: the policy is denied")
 // keys (so that two policies lock shared rows in one order), each by the
 // protocol of a lone request under m, and rolls the transaction back when
 // a rule that is not a shadow rule denies. A transaction the database
-// aborts for contention (a deadlock, a serialization failure) is tried
-// again as a whole, within attempts.
+// aborts for contention (a deadlock, a serialization failure, a Galera
+// certification conflict) is tried again as a whole, as a lone request's
+// statement is: by the adapter's own rule first (the transaction is
+// marked driver.Rerunnable; the SQL engine retries it with pauses, for a
+// count and a time budget), then, when that gives up, here within
+// attempts, each after seeding the rows.
 func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int64, m Mode, attempts int) error {
 	for _, it := range items {
 		if err := s.prepare(ctx, it.key); err != nil {
@@ -85,7 +89,7 @@ func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int
 	sorted := slices.Clone(items)
 	slices.SortFunc(sorted, func(a, b *item) int { return cmp.Compare(a.key, b.key) })
 	for range attempts {
-		err := s.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
+		err := s.db.InTx(driver.Rerunnable(ctx), func(ctx context.Context, tx *core.DB) error {
 			ts := txStorage(tx, s)
 			admitted := true
 			for _, it := range sorted {
