@@ -200,3 +200,34 @@ func caseTimesRoundTripAcrossZones(t testing.TB, f *Fixture) {
 	require.NoError(t, err)
 	assert.EqualValues(t, 1, n, "Count with a range on seenAt")
 }
+
+const ruleReturningSomeFields = "an IncrementOne naming fields in Returning writes as any other, and its row holds those fields as stored after the write (it may hold more, never other values); a miss is still no match, and an unknown field is ErrInvalid before any write"
+
+func caseReturningSomeFields(t testing.TB, f *Fixture) {
+	r := newCounter(t, f, "some", map[string]any{"hits": 4, "budget": 9, "label": "kept", "slot": "some-slot"})
+	where := []core.Where{core.Eq("id", r.Int("id")), core.Lt("hits", 7)}
+	for i := range 3 {
+		seen := t0.Add(time.Duration(i+1) * time.Second)
+		row, ok, err := f.DB.IncrementOne(f.Ctx, core.IncrementRequest{Model: counterModel, Where: where,
+			Increment: map[string]int64{"hits": 1}, Set: map[string]any{"seenAt": seen}, Returning: []string{"hits", "seenAt", "label"}})
+		require.NoError(t, err)
+		require.True(t, ok, "write %d matched nothing", i+1)
+		stored := reread(t, f, counterModel, r.Int("id"))
+		assert.EqualValues(t, 5+i, row.Int("hits"))
+		assert.EqualValues(t, 5+i, stored.Int("hits"))
+		assert.True(t, row.Time("seenAt").Equal(seen), "seenAt %v, want %v", row.Time("seenAt"), seen)
+		assert.Equal(t, "kept", row.Text("label"))
+		for field, v := range row {
+			requireSame(t, core.Row{field: stored[field]}, core.Row{field: v}, "returned field "+field)
+		}
+	}
+	// hits is 7 now: the guard holds no more.
+	_, ok, err := f.DB.IncrementOne(f.Ctx, core.IncrementRequest{Model: counterModel, Where: where,
+		Increment: map[string]int64{"hits": 1}, Returning: []string{"hits"}})
+	require.NoError(t, err)
+	assert.False(t, ok, "a write past its guard matched")
+	_, _, err = f.DB.IncrementOne(f.Ctx, core.IncrementRequest{Model: counterModel, Where: []core.Where{core.Eq("id", r.Int("id"))},
+		Increment: map[string]int64{"hits": 1}, Returning: []string{"hits", "nosuch"}})
+	require.ErrorIs(t, err, core.ErrInvalid)
+	assert.EqualValues(t, 7, reread(t, f, counterModel, r.Int("id")).Int("hits"), "an invalid request wrote")
+}

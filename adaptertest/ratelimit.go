@@ -227,7 +227,21 @@ func hookRead(a driver.Adapter, fn func(context.Context, driver.Record)) driver.
 	h := readHook{Adapter: a, fn: fn}
 	inc, isInc := a.(driver.Incrementer)
 	tx, isTx := a.(driver.Transactor)
+	// An adapter's IncrementReturning is kept, so that races run the
+	// narrow write an API-key verification sends.
+	ret, isRet := a.(returningIncrementer)
 	switch {
+	case isRet && isTx:
+		return struct {
+			readHook
+			returningIncrementer
+			driver.Transactor
+		}{h, ret, tx}
+	case isRet:
+		return struct {
+			readHook
+			returningIncrementer
+		}{h, ret}
 	case isInc && isTx:
 		return struct {
 			readHook
@@ -246,6 +260,12 @@ func hookRead(a driver.Adapter, fn func(context.Context, driver.Record)) driver.
 		}{h, tx}
 	}
 	return h
+}
+
+// returningIncrementer is an adapter's IncrementOne with its narrow form.
+type returningIncrementer interface {
+	driver.Incrementer
+	driver.ReturningIncrementer
 }
 
 type readHook struct {

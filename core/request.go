@@ -125,6 +125,9 @@ func fromStorage(f Field, v any) (any, error) {
 		}
 		return toBool(v)
 	case TypeTime:
+		if t, ok := v.(time.Time); ok && t.Location() == time.UTC {
+			return v, nil // already a UTC time: no new boxing
+		}
 		return driver.ParseTime(v)
 	case TypeString:
 		switch x := v.(type) {
@@ -176,6 +179,9 @@ func toStorage(f Field, v any) (any, error) {
 		}
 	case TypeTime:
 		if t, ok := v.(time.Time); ok {
+			if t.Location() == time.UTC && t.Nanosecond()%int(time.Millisecond) == 0 && t == t.Round(0) {
+				return v, nil // already what is stored (no monotonic reading either): no new boxing
+			}
 			return t.UTC().Truncate(time.Millisecond), nil
 		}
 	}

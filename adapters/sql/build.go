@@ -309,6 +309,9 @@ func bindValue(d *traits, v any) any {
 		return v
 	}
 	if d.timeLayout == "" {
+		if t.Location() == time.UTC {
+			return v // as core.DB normalised it: no new boxing
+		}
 		return t.UTC()
 	}
 	return t.UTC().Format(d.timeLayout)
@@ -379,15 +382,24 @@ const (
 	kindUpdateGuardedLastID                  // the optimistic UPDATE answering a delta by LAST_INSERT_ID, on MySQL (+ the delta's index, up to 8)
 )
 
+// kindUpdateSome is IncrementReturning's UPDATE … RETURNING some columns
+// (named at the end of its shape): past kindUpdateGuardedLastID + 0 … 8,
+// which the optimistic UPDATE takes.
+const kindUpdateSome = kindUpdateGuardedLastID + 9
+
 // maxCachedStatements bounds the statement cache: shapes are few in
 // practice, but IN lists of every length would each make one.
 const maxCachedStatements = 4096
 
 // stmt renders a statement through render, reusing the cached text of its
-// shape when there is one: only the arguments are laid out again.
-func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, render func(b *builder)) (string, []any) {
-	var buf [512]byte
+// shape when there is one: only the arguments are laid out again. extra
+// ends the shape, for what kind, where, inc and set do not tell.
+func (a *Adapter) stmt(t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, render func(b *builder), extra ...string) (string, []any) {
+	var buf [1024]byte // the apikey table's shape, with its columns, passes 512 bytes
 	key := appendShape(buf[:0], t, kind, where, inc, set)
+	for _, x := range extra {
+		key = append(append(key, x...), 3)
+	}
 	b := builders.Get().(*builder)
 	*b = builder{t: a.e.t, dollar: a.e.dollar, causal: a.e.features.CausalReads,
 		args: make([]any, 0, 2*len(where)+3*len(inc)+len(set))}

@@ -48,10 +48,46 @@ func (a *Adapter) IncrementOne(ctx context.Context, t *driver.Table, where []dri
 	return a.updateReturning(ctx, t, kindUpdateOne, where, inc, set, func(b *builder) { b.columns(t) })
 }
 
+var _ driver.ReturningIncrementer = (*Adapter)(nil)
+
+// IncrementReturning is IncrementOne answering with the columns of the
+// fields in returning only (see [driver.ReturningIncrementer]): on
+// PostgreSQL and SQLite the UPDATE returns those columns, and each column
+// left out is one value fewer for the driver to decode and box. On MySQL
+// and MariaDB it is IncrementOne, whose row comes from a read it needs
+// anyway.
+func (a *Adapter) IncrementReturning(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment, returning []string) (driver.Record, error) {
+	if !a.e.features.UpdateReturning || len(returning) == 0 {
+		return a.IncrementOne(ctx, t, where, inc, set)
+	}
+	if len(inc) == 0 && len(set) == 0 {
+		return nil, fmt.Errorf("%w: IncrementOne on %s: nothing to increment or set", core.ErrInvalid, t.Name)
+	}
+	for _, f := range returning {
+		if _, ok := t.Column(f); !ok {
+			return nil, fmt.Errorf("%w: IncrementOne on %s: no field %q to return", core.ErrInvalid, t.Name, f)
+		}
+	}
+	return a.updateReturning(ctx, t, kindUpdateSome, where, inc, set, func(b *builder) {
+		if b.argsOnly {
+			return
+		}
+		for i, f := range returning {
+			if i > 0 {
+				b.write(", ")
+			}
+			c, _ := t.Column(f)
+			b.ident(c.Name)
+		}
+	}, returning...)
+}
+
 // updateReturning is IncrementOne on PostgreSQL and SQLite, one UPDATE …
 // RETURNING, answering the columns that returning writes (the whole row,
 // or IncrementValue's one column), under the statement kind given.
-func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, returning func(b *builder)) (driver.Record, error) {
+// The statement's shape ends with shape, the columns returning writes
+// when the kind alone does not tell them.
+func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byte, where []driver.Where, inc []driver.Delta, set []driver.Assignment, returning func(b *builder), shape ...string) (driver.Record, error) {
 	single := t.SelectsOne(where)
 	q, args := a.stmt(t, kind, where, inc, set, func(b *builder) {
 		b.write("UPDATE ")
@@ -71,7 +107,7 @@ func (a *Adapter) updateReturning(ctx context.Context, t *driver.Table, kind byt
 		}
 		b.write(" RETURNING ")
 		returning(b)
-	})
+	}, shape...)
 	var rec driver.Record
 	err := a.retry(ctx, func() error {
 		return a.conflictSafe(ctx, t, set, func(x *Adapter) (err error) {

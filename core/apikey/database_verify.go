@@ -64,14 +64,13 @@ func (d *dbStore) verify(ctx context.Context, hash string, cost int64, req *requ
 		if p.Code != "" || cost == 0 {
 			return d.answerRead(ctx, s, hash, p, now)
 		}
-		row, ok, err := d.consume(ctx, s, nil, p, now, cost, req)
+		after, err := d.consume(ctx, s, nil, p, now, cost, req)
 		switch {
 		case errors.Is(err, core.ErrContention):
 			// The transaction fallback gave up, having rolled back: as good as a miss.
 		case err != nil:
 			return Result{}, afterWrite(ctx, "verify", err)
-		case ok:
-			after := withAnchor(row, s)
+		case after != nil:
 			d.keys.put(after)
 			if !rerolled {
 				d.cache.fill(ctx, after, gen)
@@ -151,14 +150,13 @@ func (d *dbStore) consumeRemembered(ctx context.Context, s *keystore.Key, g *gua
 	if err := ctx.Err(); err != nil {
 		return Result{}, true, err // before the write: nothing spent
 	}
-	row, ok, err := d.consume(ctx, s, g, p, now, cost, req)
+	after, err := d.consume(ctx, s, g, p, now, cost, req)
 	switch {
-	case errors.Is(err, core.ErrContention), err == nil && !ok:
+	case errors.Is(err, core.ErrContention), err == nil && after == nil:
 		return Result{}, false, nil
 	case err != nil:
 		return Result{}, true, afterWrite(ctx, "verify", err)
 	}
-	after := withAnchor(row, s)
 	d.keys.put(after)
 	k, err := toKey(after)
 	if err != nil {
@@ -167,15 +165,27 @@ func (d *dbStore) consumeRemembered(ctx context.Context, s *keystore.Key, g *gua
 	return allowed(k), true, nil
 }
 
-// consume sends the guarded write of consumeRequest; g, when not nil,
-// holds s's guard values already boxed.
-func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, p keystore.Plan, now time.Time, cost int64, req *required) (core.Row, bool, error) {
+// consume sends the guarded write of consumeRequest and returns the key
+// after it, or nil when the guard matched nothing; g, when not nil, holds
+// s's guard values already boxed. The write returns only the columns of
+// writeReturns: the guard holds the others equal to s's.
+func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, p keystore.Plan, now time.Time, cost int64, req *required) (*keystore.Key, error) {
 	b := requests.Get().(*requestBuf)
 	defer b.release()
 	if g == nil {
 		g = newGuardValues(s)
 	}
-	return d.db.IncrementOne(ctx, consumeRequest(s, g, p, req, now, cost, b))
+	w := consumeRequest(s, g, p, req, now, cost, b)
+	w.Returning = writeReturns
+	row, ok, err := d.db.IncrementOne(ctx, w)
+	if err != nil || !ok {
+		return nil, err
+	}
+	after := fromWrite(s, row)
+	if anchorMarked(after) {
+		after.RefillAnchor = s.RefillAnchor // as withAnchor: the write matched, so s's anchor holds
+	}
+	return after, nil
 }
 
 // requestBuf holds the where list and maps of a consume request, reused
@@ -188,8 +198,9 @@ type requestBuf struct {
 }
 
 var requests = sync.Pool{New: func() any {
-	// 16 where clauses: more than the 14 that consumeRequest adds at most.
-	return &requestBuf{where: make([]core.Where, 0, 16), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
+	// 20 where clauses: more than the 18 that consumeRequest adds at most
+	// (an anchored refill's snapshot among them).
+	return &requestBuf{where: make([]core.Where, 0, 20), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
 }}
 
 // release empties b, so that it holds on to no value, and pools it.
@@ -203,7 +214,8 @@ func (b *requestBuf) release() {
 
 // consumeRequest builds the one guarded write that performs the plan p,
 // decided at now on the key as read (or remembered) as s. The write finds
-// the key by its hash, and its guard holds exactly on the rows on which
+// the key by its hash and its id (so a row deleted and made again under
+// the same hash is not taken for s's), and its guard holds exactly on the rows on which
 // keystore.Decide, at now, gives p again: the key enabled and unexpired, its
 // permissions as read when the verification requires some, its
 // rate-limit and refill settings equal to s's, and each step's condition
@@ -219,7 +231,7 @@ func consumeRequest(s *keystore.Key, g *guardValues, p keystore.Plan, need *requ
 	req := core.IncrementRequest{
 		Model: core.ModelAPIKey,
 		Where: append(b.where,
-			core.Eq("key", g.key), core.Eq("enabled", true), core.Eq("rateLimitEnabled", s.RateLimitEnabled),
+			core.Eq("key", g.key), core.Eq("id", g.id), core.Eq("enabled", true), core.Eq("rateLimitEnabled", s.RateLimitEnabled),
 			eqOrNull("rateLimitTimeWindow", g.window), eqOrNull("rateLimitMax", g.max),
 			eqOrNull("refillInterval", g.interval), eqOrNull("refillAmount", g.amount)),
 		Increment: b.inc,

@@ -213,67 +213,111 @@ func toKeys(list []*keystore.Key) ([]*Key, error) {
 // storedRow is a keystore.Key with room for what its pointers point to, so
 // that converting a row allocates once rather than once per nullable field.
 type storedRow struct {
-	s    keystore.Key
-	ints [8]int64
-	strs [5]string
+	s      keystore.Key
+	ints   [8]int64
+	strs   [5]string
+	ni, ns int // the ints and strs in use
 }
 
 // fromRow converts a row of the apikey model.
 func fromRow(r core.Row) *keystore.Key {
 	a := &storedRow{}
-	ni, ns := 0, 0
-	nullInt := func(f string) *int64 {
-		n, ok := r.NullInt(f)
-		if !ok {
-			return nil
-		}
-		p := &a.ints[ni]
-		*p, ni = n, ni+1
-		return p
-	}
-	nullMs := func(f string) *int64 {
-		t, ok := r.NullTime(f)
-		if !ok {
-			return nil
-		}
-		p := &a.ints[ni]
-		*p, ni = t.UnixMilli(), ni+1
-		return p
-	}
-	nullText := func(f string) *string {
-		v, ok := r.NullText(f)
-		if !ok {
-			return nil
-		}
-		p := &a.strs[ns]
-		*p, ns = v, ns+1
-		return p
-	}
 	a.s = keystore.Key{
 		ID:                  r.Int("id"),
-		ConfigID:            r.Text("configId"),
-		Name:                nullText("name"),
-		Start:               nullText("start"),
-		Prefix:              nullText("prefix"),
 		Key:                 r.Text("key"),
-		ReferenceID:         r.Text("referenceId"),
 		Enabled:             r.Bool("enabled"),
 		RateLimitEnabled:    r.Bool("rateLimitEnabled"),
-		RateLimitTimeWindow: nullInt("rateLimitTimeWindow"),
-		RateLimitMax:        nullInt("rateLimitMax"),
-		RequestCount:        r.Int("requestCount"),
-		Remaining:           nullInt("remaining"),
-		RefillInterval:      nullInt("refillInterval"),
-		RefillAmount:        nullInt("refillAmount"),
-		LastRefillAt:        nullMs("lastRefillAt"),
-		LastRequest:         nullMs("lastRequest"),
-		ExpiresAt:           nullMs("expiresAt"),
+		RateLimitTimeWindow: a.nullInt(r, "rateLimitTimeWindow"),
+		RateLimitMax:        a.nullInt(r, "rateLimitMax"),
+		RefillInterval:      a.nullInt(r, "refillInterval"),
+		RefillAmount:        a.nullInt(r, "refillAmount"),
 		CreatedAt:           r.Time("createdAt").UnixMilli(),
-		UpdatedAt:           r.Time("updatedAt").UnixMilli(),
-		Permissions:         nullText("permissions"),
-		Metadata:            nullText("metadata"),
 	}
+	a.written(r)
 	return &a.s
+}
+
+// writeReturns are the fields that a verification's guarded write returns
+// (core.IncrementRequest.Returning): those it writes, and those its guard
+// (see consumeRequest) does not hold equal to the copy it was planned
+// from. The others, fromWrite takes from that copy.
+var writeReturns = []string{"requestCount", "lastRequest", "remaining", "lastRefillAt", "updatedAt",
+	"expiresAt", "permissions", "metadata", "name", "start", "prefix", "referenceId", "configId"}
+
+// fromWrite is the key after a verification's guarded write planned from
+// s, r being the row it returned: the fields of writeReturns from r, the
+// rest from s, which the guard held equal to the stored ones (the id and
+// the hash, enabled, the rate-limit and refill settings) or which no
+// write changes (createdAt).
+func fromWrite(s *keystore.Key, r core.Row) *keystore.Key {
+	a := &storedRow{}
+	a.s = keystore.Key{
+		ID:                  s.ID,
+		Key:                 s.Key,
+		Enabled:             s.Enabled,
+		RateLimitEnabled:    s.RateLimitEnabled,
+		RateLimitTimeWindow: a.int(s.RateLimitTimeWindow),
+		RateLimitMax:        a.int(s.RateLimitMax),
+		RefillInterval:      a.int(s.RefillInterval),
+		RefillAmount:        a.int(s.RefillAmount),
+		CreatedAt:           s.CreatedAt,
+	}
+	a.written(r)
+	return &a.s
+}
+
+// written converts the fields of writeReturns from r.
+func (a *storedRow) written(r core.Row) {
+	a.s.ConfigID = r.Text("configId")
+	a.s.Name = a.nullText(r, "name")
+	a.s.Start = a.nullText(r, "start")
+	a.s.Prefix = a.nullText(r, "prefix")
+	a.s.ReferenceID = r.Text("referenceId")
+	a.s.RequestCount = r.Int("requestCount")
+	a.s.Remaining = a.nullInt(r, "remaining")
+	a.s.LastRefillAt = a.nullMs(r, "lastRefillAt")
+	a.s.LastRequest = a.nullMs(r, "lastRequest")
+	a.s.ExpiresAt = a.nullMs(r, "expiresAt")
+	a.s.UpdatedAt = r.Time("updatedAt").UnixMilli()
+	a.s.Permissions = a.nullText(r, "permissions")
+	a.s.Metadata = a.nullText(r, "metadata")
+}
+
+// int points to a copy of *p in a, or is nil.
+func (a *storedRow) int(p *int64) *int64 {
+	if p == nil {
+		return nil
+	}
+	q := &a.ints[a.ni]
+	*q, a.ni = *p, a.ni+1
+	return q
+}
+
+func (a *storedRow) nullInt(r core.Row, f string) *int64 {
+	n, ok := r.NullInt(f)
+	if !ok {
+		return nil
+	}
+	return a.int(&n)
+}
+
+func (a *storedRow) nullMs(r core.Row, f string) *int64 {
+	t, ok := r.NullTime(f)
+	if !ok {
+		return nil
+	}
+	ms := t.UnixMilli()
+	return a.int(&ms)
+}
+
+func (a *storedRow) nullText(r core.Row, f string) *string {
+	v, ok := r.NullText(f)
+	if !ok {
+		return nil
+	}
+	p := &a.strs[a.ns]
+	*p, a.ns = v, a.ns+1
+	return p
 }
 
 // values returns the stored key as the field values of a Create, without id.

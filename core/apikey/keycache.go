@@ -47,7 +47,7 @@ type remembered struct {
 // interface values that core.Where holds: boxing them for every write
 // would cost an allocation each.
 type guardValues struct {
-	key                           any // the hash
+	id, key                       any // the row's id and hash
 	window, max, interval, amount any // nil for NULL
 }
 
@@ -59,7 +59,7 @@ func newGuardValues(s *keystore.Key) *guardValues {
 		}
 		return *p
 	}
-	return &guardValues{key: s.Key, window: box(s.RateLimitTimeWindow), max: box(s.RateLimitMax),
+	return &guardValues{id: s.ID, key: s.Key, window: box(s.RateLimitTimeWindow), max: box(s.RateLimitMax),
 		interval: box(s.RefillInterval), amount: box(s.RefillAmount)}
 }
 
@@ -67,7 +67,7 @@ func newGuardValues(s *keystore.Key) *guardValues {
 // so that one's guardValues serve the other.
 func sameSettings(a, b *keystore.Key) bool {
 	eq := func(x, y *int64) bool { return x == nil && y == nil || x != nil && y != nil && *x == *y }
-	return a.Key == b.Key && eq(a.RateLimitTimeWindow, b.RateLimitTimeWindow) && eq(a.RateLimitMax, b.RateLimitMax) &&
+	return a.ID == b.ID && a.Key == b.Key && eq(a.RateLimitTimeWindow, b.RateLimitTimeWindow) && eq(a.RateLimitMax, b.RateLimitMax) &&
 		eq(a.RefillInterval, b.RefillInterval) && eq(a.RefillAmount, b.RefillAmount)
 }
 

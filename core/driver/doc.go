@@ -4,7 +4,7 @@
 // DB runs every request through an [Adapter], as database/sql runs its
 // queries through database/sql/driver.
 //
-// An adapter implements [Adapter] and, optionally, [Incrementer],
+// An adapter implements [Adapter] and, optionally, [Incrementer], [ReturningIncrementer],
 // [Transactor], [ValueIncrementer], [SchemaChecker], [TableCreator],
 // [RecordOwner] and [Unwrapper]; each optional interface documents what
 // core does when it is absent. A key-value store implements

@@ -60,6 +60,21 @@ type Incrementer interface {
 	IncrementOne(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment) (Record, error)
 }
 
+// ReturningIncrementer is implemented by adapters whose IncrementOne can
+// answer with only some columns of the row after the write: fewer columns
+// to send, convert and scan for a caller that knows the rest (API-key
+// verification, whose guard pins most of the row to the copy it planned
+// from).
+//
+// IncrementReturning has IncrementOne's contract (see [Incrementer]) and
+// returns the row after the write holding at least the columns of the
+// fields named in returning (logical field names of t; a record may hold
+// more), or nil when the guard selected nothing. core.DB calls it only
+// with a non-empty returning list of t's fields.
+type ReturningIncrementer interface {
+	IncrementReturning(ctx context.Context, t *Table, where []Where, inc []Delta, set []Assignment, returning []string) (Record, error)
+}
+
 // Transactor is implemented by adapters that can run a function in a
 // transaction. fn receives an adapter bound to the transaction; if fn
 // returns an error the transaction rolls back and Transaction returns it.
