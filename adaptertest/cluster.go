@@ -57,8 +57,9 @@ func GaleraDir(t testing.TB) string {
 // multi-primary cluster (MakeAdapter on the first node, each MakePeer on
 // the next, round-robin): every race over several pools, every algorithm's
 // burst over four pools, the API-key races over several pools, the
-// fallback's burst, a burst through write combining on every node, and a
-// key created on one node verified at once on another. Each node serves a
+// fallback's burst, the policies' bursts over four pools, a burst through
+// write combining on every node, a key created on one node verified at
+// once on another, and a caller's transactions (In) on one node. Each node serves a
 // share of the load; the outcomes must be as exact as on one server.
 func RunCluster(t *testing.T, newHarness HarnessMaker) {
 	open := func(t *testing.T, needs need) *Fixture {
