@@ -334,7 +334,7 @@ func (cfg config) filter(names []string) []string {
 // approachNames lists the approaches of a backend, in the order they run.
 func approachNames(db string) []string {
 	if strings.HasPrefix(db, "redis") {
-		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName, redisUluleName, redisFloorName}
+		return []string{redisSluiceName, redisRateName, redisSluiceGCRAName, redisSluiceSlidingName, redisUluleName, redisFloorName, redisAloneName}
 	}
 	names := []string{floorName}
 	if db == "postgres" {

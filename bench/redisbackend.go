@@ -40,9 +40,11 @@ func (h countHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 const (
 	kindRedisUlule kind = "redis-ulule"
 	kindRedisFloor kind = "redis-floor"
+	kindRedisAlone kind = "redis-sluice-alone"
 
 	redisUluleName = "ulule/limiter Redis store (fixed window)"
 	redisFloorName = "Redis floor: one EVALSHA (INCR, PEXPIRE on the first)"
+	redisAloneName = "sluice Redis storage (rate limiter, every call alone: WithInFlight(0))"
 )
 
 // floorScript is the least a fixed window on Redis can do in one round
@@ -118,6 +120,20 @@ func redisBackend(ctx context.Context, db, addr string, cfg config, runID string
 	lim, err := ratelimit.New(ratelimit.Secondary(st))
 	if err != nil {
 		return fail(err)
+	}
+	// The same limiter with no batching: each script on a round trip of
+	// its own, as go-redis sends commands and as redis_rate does.
+	stAlone, err := sluiceredis.New(client, sluiceredis.WithPrefix(prefix+"alone:"), sluiceredis.WithInFlight(0))
+	if err != nil {
+		return fail(err)
+	}
+	limAlone, err := ratelimit.New(ratelimit.Secondary(stAlone))
+	if err != nil {
+		return fail(err)
+	}
+	consumeAlone := func(ctx context.Context, key string, max int64) (bool, error) {
+		d, err := limAlone.Consume(ctx, key, ratelimit.Rule{Window: window, Max: max})
+		return d.Allowed, err
 	}
 	rr := redis_rate.NewLimiter(client)
 
@@ -200,6 +216,9 @@ func redisBackend(ctx context.Context, db, addr string, cfg config, runID string
 		if ok, err := consume(ctx, "deny", denyMax); err != nil || !ok {
 			return fail(fmt.Errorf("filling the denial-storm key: %v %v", ok, err))
 		}
+		if ok, err := consumeAlone(ctx, "deny", denyMax); err != nil || !ok {
+			return fail(fmt.Errorf("filling the unbatched denial-storm key: %v %v", ok, err))
+		}
 		if ok, err := allow(ctx, "deny", denyMax); err != nil || !ok {
 			return fail(fmt.Errorf("filling the redis_rate denial-storm key: %v %v", ok, err))
 		}
@@ -227,6 +246,7 @@ func redisBackend(ctx context.Context, db, addr string, cfg config, runID string
 			sliding,
 			mk(redisUluleName, kindRedisUlule, ululeTake, nil),
 			mk(redisFloorName, kindRedisFloor, floor, nil),
+			mk(redisAloneName, kindRedisAlone, consumeAlone, nil),
 		},
 	}, nil
 }

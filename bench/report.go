@@ -197,9 +197,15 @@ func (r *report) ratios() []ratio {
 					add(ratio{DB: db, What: "sluice Redis storage ÷ ulule/limiter's Redis store", Scenario: sc, Goroutines: g, Target: 1.1,
 						Values: []namedValue{{"sluice", speedup(n, u)}}})
 				}
+				if a, ok := r.find(db, kindRedisAlone, "", sc, g); ok && ok2 && d.PerSecond() > 0 {
+					// What the batching of concurrent scripts adds: the same
+					// limiter with every script on its own round trip.
+					add(ratio{DB: db, What: "sluice Redis storage, every call alone (WithInFlight(0)) ÷ redis_rate", Scenario: sc, Goroutines: g, Target: 1.1,
+						Values: []namedValue{{"sluice", speedup(a, d)}}})
+				}
 				if f, ok := r.find(db, kindRedisFloor, "", sc, g); ok && ok2 && d.PerSecond() > 0 {
-					// The ceiling of the first two rows: no decision in one
-					// EVALSHA does less than the floor.
+					// The ceiling of a decision on its own round trip: no
+					// decision in one unbatched EVALSHA does less.
 					add(ratio{DB: db, What: "the one-EVALSHA floor ÷ redis_rate (what 1.1 asks of the floor)", Scenario: sc, Goroutines: g, Target: 1.1,
 						Values: []namedValue{{"floor", speedup(f, d)}}})
 				}
