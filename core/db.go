@@ -170,22 +170,7 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 	if len(req.Increment) == 0 && len(req.Set) == 0 {
 		return nil, false, invalid(op, req.Model, "nothing to do: Increment and Set are both empty")
 	}
-	inc := s.inc[:0]
-	var buf [8]string
-	for _, field := range sortedKeys(req.Increment, buf[:0]) {
-		c, ok := t.Column(field)
-		if !ok {
-			return nil, false, invalid(op, req.Model, "unknown field %q in Increment", field)
-		}
-		if c.Field.Type != TypeInt || c.Field.Primary {
-			return nil, false, invalid(op, req.Model, "field %q cannot be incremented: only non-key int fields can", field)
-		}
-		if _, both := req.Set[field]; both {
-			return nil, false, invalid(op, req.Model, "field %q is in both Increment and Set", field)
-		}
-		inc = append(inc, driver.Delta{Column: c.Name, By: req.Increment[field]})
-	}
-	set, err := db.assignmentsInto(op, t, req.Set, s.set[:0])
+	inc, set, err := db.writeInto(op, t, req, s.inc[:0], s.set[:0])
 	if err != nil {
 		return nil, false, err
 	}
@@ -205,6 +190,27 @@ func (db *DB) IncrementOne(ctx context.Context, req IncrementRequest) (row Row, 
 		rec, err = db.fallbackIncrement(ctx, t, where, inc, set)
 	}
 	return db.result(op, t, rec, err)
+}
+
+// writeInto maps req's deltas and assignments (fields of t's model) into
+// inc and set, in the order of their fields.
+func (db *DB) writeInto(op string, t *driver.Table, req IncrementRequest, inc []driver.Delta, set []driver.Assignment) ([]driver.Delta, []driver.Assignment, error) {
+	var buf [8]string
+	for _, field := range sortedKeys(req.Increment, buf[:0]) {
+		c, ok := t.Column(field)
+		if !ok {
+			return nil, nil, invalid(op, t.Model, "unknown field %q in Increment", field)
+		}
+		if c.Field.Type != TypeInt || c.Field.Primary {
+			return nil, nil, invalid(op, t.Model, "field %q cannot be incremented: only non-key int fields can", field)
+		}
+		if _, both := req.Set[field]; both {
+			return nil, nil, invalid(op, t.Model, "field %q is in both Increment and Set", field)
+		}
+		inc = append(inc, driver.Delta{Column: c.Name, By: req.Increment[field]})
+	}
+	set, err := db.assignmentsInto(op, t, req.Set, set)
+	return inc, set, err
 }
 
 // incBuffer holds IncrementOne's mapped request of a usual size.

@@ -6,8 +6,8 @@
 //
 // An adapter implements [Adapter] and, optionally, [Incrementer], [ReturningIncrementer],
 // [Transactor], [ValueIncrementer], [SchemaChecker], [TableCreator],
-// [RecordOwner] and [Unwrapper]; each optional interface documents what
-// core does when it is absent. A key-value store implements
+// [RecordOwner], [PairIncrementer], [AllIncrementer] and [Unwrapper];
+// each optional interface documents what core does when it is absent. A key-value store implements
 // [SecondaryStorage] and, optionally, [BoundedIncrementer] and
 // [TATAdvancer].
 //

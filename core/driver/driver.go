@@ -204,6 +204,34 @@ type PairIncrementer interface {
 	IncrementPair(ctx context.Context, t *Table, where []Where, inc Delta, b PairBounds) (value, other int64, ok bool, err error)
 }
 
+// AllIncrementer is implemented by adapters that can apply guarded writes
+// to several rows, each chosen by its value of one unique column, all of
+// them or none, in one statement (core.DB.IncrementAll): the rate
+// limiter's policies (several rules on one key) decide in one round trip
+// where a transaction takes BEGIN, a write per rule and COMMIT.
+//
+// IncrementAll locks the rows whose column holds a write's Key, in the
+// byte order of the keys (so that two calls, and two transactions that
+// lock the same rows in that order, never deadlock each other), and reads
+// their latest committed versions. On those locked rows it picks, for
+// each write, the first of its Cases whose Where holds. When every row
+// exists and every write that is not Optional has such a case, it applies
+// each picked case (its Inc deltas and Set assignments, computed on the
+// locked row) and ok is true; otherwise it writes nothing and ok is
+// false. Either way it reports, in each write, Row (the row as locked,
+// before any write; nil when there is none) and Case (the index of the
+// picked case, or -1). No concurrent write can come between the read and
+// the writes: the rows stay locked until the statement (and a caller's
+// transaction around it) ends.
+//
+// An adapter that cannot do it in one statement (the SQL engine declares
+// it for PostgreSQL alone) returns [ErrNoAll] having written nothing; so
+// does core.DB for an adapter without the interface. The caller then
+// decides in a transaction, as it would without this capability.
+type AllIncrementer interface {
+	IncrementAll(ctx context.Context, t *Table, column string, writes []RowWrite) (ok bool, err error)
+}
+
 // PolicyApplier is an optional [SecondaryStorage] capability for the rate
 // limiter's policies (several rules on one key, all or nothing): apply
 // several steps on several keys in one atomic step, all of them or none.

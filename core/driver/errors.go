@@ -40,3 +40,7 @@ var (
 // pack into one integer, or an executor whose results carry no last insert
 // id). Nothing was written.
 var ErrNoPair = errors.New("driver: the pair increment needs more than one statement here")
+
+// ErrNoAll is what an [AllIncrementer] returns for a request it cannot
+// answer in one statement. Nothing was written.
+var ErrNoAll = errors.New("driver: the writes need more than one statement here")

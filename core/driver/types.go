@@ -46,6 +46,28 @@ type PairBounds struct {
 	ValueMax int64
 }
 
+// RowWrite is one row's part of [AllIncrementer.IncrementAll]: its input,
+// and what the call reports.
+type RowWrite struct {
+	Key   any         // the row's value of the unique column
+	Cases []WriteCase // the alternatives, in order: the first that holds applies
+	// Optional writes are applied when a case holds; none holding fails
+	// nothing.
+	Optional bool
+
+	// Row and Case are what the call reports.
+	Row  Record
+	Case int
+}
+
+// WriteCase is one alternative of a [RowWrite]: the guard Where, joined by
+// AND, and the deltas and assignments applied when it holds.
+type WriteCase struct {
+	Where []Where
+	Inc   []Delta
+	Set   []Assignment
+}
+
 // PolicyStep is one step of [PolicyApplier.ApplyPolicy]: its input, and
 // what the call reports.
 type PolicyStep struct {

@@ -43,6 +43,10 @@ type dbStorage struct {
 	// tats remembers each GCRA key's tat (see consumeGCRA in gcra.go).
 	tats tatMemo
 
+	// noAll: the database decides no policy in one statement
+	// (core.DB.IncrementAll answered driver.ErrNoAll); see consumeAtOnce.
+	noAll atomic.Bool
+
 	// The schema check runs until it first succeeds, one caller at a time:
 	// gate is the lock, taken with the caller's context so that a hung
 	// check holds up nobody past their deadline; checked is the fast path.

@@ -330,8 +330,32 @@
 // lock shared rows in one order (by key), and a transaction the database
 // aborts (a deadlock, a serialization failure) is tried again as a
 // whole, within [WithMaxAttempts]. It costs a transaction: BEGIN, one
-// write per rule, COMMIT; see the bench. Under [Limiter.In] the policy
-// runs in a savepoint of the caller's transaction.
+// write per rule, COMMIT. Under [Limiter.In] the policy runs in a
+// savepoint of the caller's transaction.
+//
+// Where the database can (core.DB.IncrementAll: PostgreSQL) and every
+// rule's row exists, the same decision is one statement, one round trip:
+// it locks the rows in key order (the transaction's order) with a locking
+// read, which under READ COMMITTED waits for a concurrent writer and
+// returns the row as committed; judges on those locked rows each rule's
+// guarded writes of a lone request (in a live window with room, count +=
+// cost; in a window that is over, count := cost and a new start; under
+// GCRA the busy and idle writes of the tat); and writes every row only
+// when every rule that is not a shadow rule holds (a shadow rule's row
+// when its own guard holds). The UPDATE writes on the row's latest
+// version, the locked one the guards judged, so the argument above holds
+// as for the transaction: nothing can change a row between its judgement
+// and its write, and a denial is judged, and reported for every rule, on
+// rows as committed within the request's lifetime. Each rule's state is
+// the memory storage's decision on its locked row, which the guards
+// decide alike (a disagreement is an error, never a decision). A missing
+// row (a key's first policy decision), SlidingWindow (whose current row
+// is new every window), a view of [Limiter.In] (which keeps its
+// savepoint, so that an error leaves the caller's transaction usable),
+// and MySQL, MariaDB and SQLite (no data-modifying CTE; SQLite's one
+// writer makes its transaction local anyway) take the transaction. The
+// race tests over 1 and 4 pools, and one that catches the statement with
+// its guards judged on an unlocked snapshot, keep it exact; see the bench.
 //
 // On [Secondary] storage a policy is one driver.PolicyApplier call
 // (adapters/redis: one Lua script, its keys in one Cluster slot by their

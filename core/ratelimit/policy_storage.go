@@ -86,6 +86,9 @@ func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int
 			return err
 		}
 	}
+	if done, err := s.consumeAtOnce(ctx, items, cost, now, m); done || err != nil {
+		return err
+	}
 	sorted := slices.Clone(items)
 	slices.SortFunc(sorted, func(a, b *item) int { return cmp.Compare(a.key, b.key) })
 	for range attempts {
@@ -121,6 +124,86 @@ func (s *dbStorage) consumeAll(ctx context.Context, items []*item, cost, now int
 		}
 	}
 	return fmt.Errorf("%w: a policy's transaction still losing races after %d attempts", core.ErrContention, attempts)
+}
+
+// consumeAtOnce decides every item in one statement where the database
+// can (core.DB.IncrementAll: PostgreSQL) and every row exists: each
+// rule's guarded writes, as a lone request's (see policyCases), judged on
+// the rows locked and written all or nothing. Each rule's state is then
+// the memory storage's decision (applyMode) on its row as locked, which
+// the statement's guards decide alike. done is false, with nothing
+// written, for SlidingWindow (whose current row changes every window), a
+// view of Limiter.In (whose savepoint keeps the caller's transaction
+// usable after an error), a storage without the statement and a missing
+// row: the transaction then decides (and creates the rows).
+func (s *dbStorage) consumeAtOnce(ctx context.Context, items []*item, cost, now int64, m Mode) (done bool, err error) {
+	if m == SlidingWindow || s.tx || s.noAll.Load() {
+		return false, nil
+	}
+	writes := make([]core.RowWrite, len(items))
+	for i, it := range items {
+		writes[i] = core.RowWrite{Key: it.key, Cases: policyCases(it.rule, cost, now, m), Optional: it.rule.Shadow}
+	}
+	ok, err := s.db.IncrementAll(ctx, model, "key", writes)
+	switch {
+	case errors.Is(err, driver.ErrNoAll):
+		s.noAll.Store(true)
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	for _, w := range writes {
+		if w.Row == nil {
+			return false, nil // nothing written (ok is false): the transaction creates the row
+		}
+	}
+	for i, it := range items {
+		w := writes[i]
+		c := counter{count: w.Row.Int("count"), last: w.Row.Int("lastRequest")}
+		st := applyMode(&c, true, &it.rule, cost, now, m)
+		if st.allowed != (w.Case >= 0) {
+			return true, fmt.Errorf("ratelimit: rule %q: the policy statement's guard and the rule disagree on the locked row (applied: %v)", it.rule.Name, ok)
+		}
+		it.st = st
+	}
+	return true, nil
+}
+
+// policyCases are a rule's guarded writes of cost on its row, the first
+// that holds applying, as a lone request makes them one at a time:
+//   - fixed and Better Auth windows: in a live window with room, count +=
+//     cost (under BetterAuthWindow lastRequest := now); in a window that
+//     is over, count := cost and lastRequest := the new window's start;
+//   - GCRA: on a busy key with room, lastRequest += cost·T; on an idle
+//     key, lastRequest := now + cost·T (when cost·T fits the burst).
+func policyCases(rule Rule, cost, now int64, m Mode) []core.IncrementRequest {
+	if m == GCRA {
+		t := gcraInterval(rule)
+		burst, inc := rule.Max*t, cost*t
+		cases := []core.IncrementRequest{{
+			Where:     []core.Where{core.Gt("lastRequest", now), core.Lte("lastRequest", now+burst-inc)},
+			Increment: map[string]int64{"lastRequest": inc},
+		}}
+		if inc <= burst {
+			cases = append(cases, core.IncrementRequest{
+				Where: []core.Where{core.Lte("lastRequest", now)},
+				Set:   map[string]any{"lastRequest": now + inc},
+			})
+		}
+		return cases
+	}
+	f := rule.frame(now)
+	live := core.IncrementRequest{
+		Where:     []core.Where{core.Gt("lastRequest", f.after), core.Lte("count", rule.Max-cost)},
+		Increment: map[string]int64{"count": cost},
+	}
+	if m == BetterAuthWindow {
+		live.Set = map[string]any{"lastRequest": now}
+	}
+	return []core.IncrementRequest{live, {
+		Where: []core.Where{core.Lte("lastRequest", f.after)},
+		Set:   map[string]any{"count": cost, "lastRequest": f.open},
+	}}
 }
 
 // seed creates, outside any transaction, the row of each item that has
