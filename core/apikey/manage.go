@@ -29,7 +29,8 @@ type UpdateParams struct {
 	// request count goes to 0, so its next request opens a new window.
 	ResetRateLimit bool
 	// RestartRefill restarts the refill schedule at the time of the
-	// update: the next refill comes one refill interval later.
+	// update: the next refill comes one refill interval later, or, for a
+	// refill anchored to the calendar, at the anchor's next instant.
 	RestartRefill bool
 	// Limits, when not nil, become the key's named limits (an empty map
 	// removes them all). A limit that stays keeps its counter, under its
