@@ -36,28 +36,7 @@ func TestGaleraNodeKilled(t *testing.T) {
 	dsns := adaptertest.GaleraDSNs(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
-	b := mysqlBackend(false)
-	s := core.MustSchema(uniqueNaming(), adaptertest.CounterModel())
-	var dbs []*core.DB
-	for i, dsn := range dsns {
-		pool := b.open(t, dsn)
-		t.Cleanup(func() { _ = pool.Close() })
-		if i == 0 {
-			createOn(t, ctx, pool, s)
-		}
-		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := core.New(a, core.WithSchema(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "-")); err != nil { // waits for the DDL
-			t.Fatal(err)
-		}
-		dbs = append(dbs, db)
-	}
+	_, dbs := galeraNodes(t, ctx, dsns)
 	victim := len(dbs) - 1
 	clock := adaptertest.NewClock(time.UnixMilli(1_767_225_600_000))
 	rule := ratelimit.Rule{Window: time.Hour, Max: 150}
@@ -210,4 +189,35 @@ func restart(t *testing.T, ctx context.Context, dir string, i int, dsn string) {
 		case <-tick.C:
 		}
 	}
+}
+
+// galeraNodes opens one pool and one core.DB per node of dsns over a
+// counter table of a name of its own, created through the first node and
+// seen by each (a read on each waits for the replicated DDL).
+func galeraNodes(t *testing.T, ctx context.Context, dsns []string) ([]*sql.DB, []*core.DB) {
+	t.Helper()
+	b := mysqlBackend(false)
+	s := core.MustSchema(uniqueNaming(), adaptertest.CounterModel())
+	var pools []*sql.DB
+	var dbs []*core.DB
+	for i, dsn := range dsns {
+		pool := b.open(t, dsn)
+		t.Cleanup(func() { _ = pool.Close() })
+		if i == 0 {
+			createOn(t, ctx, pool, s)
+		}
+		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := core.New(a, core.WithSchema(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "-")); err != nil {
+			t.Fatal(err)
+		}
+		pools, dbs = append(pools, pool), append(dbs, db)
+	}
+	return pools, dbs
 }

@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -24,32 +22,14 @@ func TestGaleraCallerTxAcrossNodes(t *testing.T) {
 	dsns := adaptertest.GaleraDSNs(t)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	b := mysqlBackend(false)
-	s := core.MustSchema(uniqueNaming(), adaptertest.CounterModel())
-	var pools []*sql.DB
+	pools, dbs := galeraNodes(t, ctx, dsns[:2])
 	var ls []*ratelimit.Limiter
-	for i, dsn := range dsns[:2] {
-		pool := b.open(t, dsn)
-		t.Cleanup(func() { _ = pool.Close() })
-		if i == 0 {
-			createOn(t, ctx, pool, s)
-		}
-		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := core.New(a, core.WithSchema(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "-")); err != nil {
-			t.Fatal(err)
-		}
+	for _, db := range dbs {
 		l, err := ratelimit.New(ratelimit.Database(db))
 		if err != nil {
 			t.Fatal(err)
 		}
-		pools, ls = append(pools, pool), append(ls, l)
+		ls = append(ls, l)
 	}
 	rule := ratelimit.Rule{Window: time.Hour, Max: 10}
 	if d, err := ls[0].Consume(ctx, "k", rule); err != nil || !d.Allowed { // the row exists on every node
