@@ -31,8 +31,10 @@ const DefaultMaxRetries = 3
 // http.NewRequest sets it for in-memory bodies); at most MaxRetries
 // times. Otherwise the transport fails fast: it closes the denial's body
 // and returns a [*RateLimitedError] that carries the wait, as the
-// http.Client's error. The zero Transport fails fast at once: its MaxWait
-// is 0.
+// http.Client's error. The zero Transport never waits, as its MaxWait is
+// 0: it fails fast on every denial that asks for a wait, and sends a
+// request whose denial asks for none (Retry-After: 0) again at once, at
+// most [DefaultMaxRetries] times.
 //
 // Any method is retried: a denial means the service did not act on the
 // request. A Transport is safe for concurrent use when Base is.

@@ -120,6 +120,9 @@ func TestTransportFailsFast(t *testing.T) {
 		sends   int
 	}{
 		{"zero MaxWait", []*http.Response{answer(429, "Retry-After", "1")}, 0, nil, nil, "over MaxWait", time.Second, 1},
+		// The zero Transport's doc: a denial asking for no wait is sent again at once, at most DefaultMaxRetries times.
+		{"zero MaxWait, no wait asked", []*http.Response{answer(429, "Retry-After", "0"), answer(429, "Retry-After", "0"),
+			answer(429, "Retry-After", "0"), answer(429, "Retry-After", "0")}, 0, nil, nil, "retries exhausted", 0, sluicehttp.DefaultMaxRetries + 1},
 		{"over MaxWait", []*http.Response{answer(429, "Retry-After", "61")}, time.Minute, nil, nil, "over MaxWait", 61 * time.Second, 1},
 		{"hostile wait", []*http.Response{answer(429, "Retry-After", "99999999999999999999")}, time.Minute, nil, nil, "over MaxWait", 1<<63 - 1, 1},
 		{"MaxWait in all", []*http.Response{answer(429, "Retry-After", "40"), answer(429, "Retry-After", "40")}, time.Minute, nil, nil,
