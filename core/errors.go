@@ -36,13 +36,6 @@ var (
 	ErrWrongDatabase = driver.ErrWrongDatabase
 )
 
-// KeyError is an error about one key (a rate-limit key, a concurrency key,
-// an API key), which names it only redacted: the limiters and the key
-// manager wrap every failure about a key in one (driver.WrapKey, with the
-// redaction of driver.RedactKey). Its fields are Op, what failed; Key, the
-// key redacted; and Err, the cause.
-type KeyError = driver.KeyError
-
 // Error is the error type returned by [DB]. It names the operation and model,
 // and wraps a sentinel (Kind, possibly nil) and the underlying cause.
 type Error struct {

@@ -14,9 +14,8 @@ import (
 // API key taken from a header) and may be as long as the caller likes, and
 // error text reaches logs and traces. The limiters and the key manager
 // wrap every failure about a key in one, made by [WrapKey], and so may a
-// storage that names a key in its errors. Package core names it
-// core.KeyError, as it names the sentinels, for the callers who test for
-// it with errors.As.
+// storage that names a key in its errors. Callers test for it with
+// errors.As and a *driver.KeyError; it has one name, this one.
 type KeyError struct {
 	Op  string // what failed, such as "ratelimit" or "concurrency: Acquire"
 	Key string // the key redacted, by [RedactKey]

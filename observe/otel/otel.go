@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 )
 
 // ScopeName is the instrumentation scope of the meters and tracers this
@@ -111,12 +112,12 @@ func invalidf(msg string) error { return fmt.Errorf("sluiceotel: %w: %s", core.E
 // errorType classifies err for the error.type attribute, in a few values.
 // recordError records err on span as its status and an exception event:
 // the error's class and, for an error about a key, the key redacted
-// (core.KeyError), never the error's text, which may hold what a caller
+// (driver.KeyError), never the error's text, which may hold what a caller
 // or a driver put there (a key taken from a header, a value echoed back).
 func recordError(span trace.Span, err error, at time.Time) {
 	class := errorType(err)
 	desc := class
-	var ke *core.KeyError
+	var ke *driver.KeyError
 	if errors.As(err, &ke) {
 		desc += ": key " + ke.Key
 	}
