@@ -257,7 +257,10 @@ func TestTrailingSpacesAreDistinctKeys(t *testing.T) {
 			}
 			execAll(t, db, stmts)
 			for _, tb := range s.Tables() {
-				key, _ := tb.Column("key")
+				key, ok := tb.Column("key")
+				if !ok || key.Field.Type != driver.TypeString {
+					continue // a table keyed by an id (apikeyRefill's keyId) has no text key to pad
+				}
 				insertRow(t, db, d, tb, key.Name, "k", true)
 				insertRow(t, db, d, tb, key.Name, "k ", true)
 				insertRow(t, db, d, tb, key.Name, "k ", false)
@@ -579,6 +582,10 @@ func insertRow(t *testing.T, db sqlExecer, d gen.Dialect, tb *driver.Table, col,
 			ph = append(ph, "?")
 		}
 		switch {
+		case c.Name == col && f.Type == core.TypeInt:
+			// a unique int column (apikeyRefill's keyId): the same value
+			// for the same text, so a second insert of it must fail too
+			args = append(args, int64(4242+len(value)))
 		case c.Name == col:
 			args = append(args, value)
 		case f.Type == core.TypeTime:

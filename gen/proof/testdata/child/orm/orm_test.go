@@ -30,7 +30,7 @@ import (
 )
 
 // modelSet is one generated package: its ORM, dialect, and constructors
-// for its four models.
+// for its five models.
 type modelSet struct {
 	target      gen.Target
 	dialect     gen.Dialect
@@ -38,15 +38,16 @@ type modelSet struct {
 	apiKey      func() any
 	rerolled    func() any
 	apikeyLimit func() any
+	refill      func() any
 }
 
 var sets = []modelSet{
-	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }, func() any { return new(gormmodelsqlite.RerolledKey) }, func() any { return new(gormmodelsqlite.APIKeyLimit) }},
-	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }, func() any { return new(gormmodelpostgres.RerolledKey) }, func() any { return new(gormmodelpostgres.APIKeyLimit) }},
-	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }, func() any { return new(gormmodelmysql.RerolledKey) }, func() any { return new(gormmodelmysql.APIKeyLimit) }},
-	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }, func() any { return new(bunsqlite.RerolledKey) }, func() any { return new(bunsqlite.APIKeyLimit) }},
-	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }, func() any { return new(bunpostgres.RerolledKey) }, func() any { return new(bunpostgres.APIKeyLimit) }},
-	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }, func() any { return new(bunmysql.RerolledKey) }, func() any { return new(bunmysql.APIKeyLimit) }},
+	{gen.Gorm, gen.SQLite, func() any { return new(gormmodelsqlite.RateLimit) }, func() any { return new(gormmodelsqlite.APIKey) }, func() any { return new(gormmodelsqlite.RerolledKey) }, func() any { return new(gormmodelsqlite.APIKeyLimit) }, func() any { return new(gormmodelsqlite.APIKeyRefill) }},
+	{gen.Gorm, gen.Postgres, func() any { return new(gormmodelpostgres.RateLimit) }, func() any { return new(gormmodelpostgres.APIKey) }, func() any { return new(gormmodelpostgres.RerolledKey) }, func() any { return new(gormmodelpostgres.APIKeyLimit) }, func() any { return new(gormmodelpostgres.APIKeyRefill) }},
+	{gen.Gorm, gen.MySQL, func() any { return new(gormmodelmysql.RateLimit) }, func() any { return new(gormmodelmysql.APIKey) }, func() any { return new(gormmodelmysql.RerolledKey) }, func() any { return new(gormmodelmysql.APIKeyLimit) }, func() any { return new(gormmodelmysql.APIKeyRefill) }},
+	{gen.Bun, gen.SQLite, func() any { return new(bunsqlite.RateLimit) }, func() any { return new(bunsqlite.APIKey) }, func() any { return new(bunsqlite.RerolledKey) }, func() any { return new(bunsqlite.APIKeyLimit) }, func() any { return new(bunsqlite.APIKeyRefill) }},
+	{gen.Bun, gen.Postgres, func() any { return new(bunpostgres.RateLimit) }, func() any { return new(bunpostgres.APIKey) }, func() any { return new(bunpostgres.RerolledKey) }, func() any { return new(bunpostgres.APIKeyLimit) }, func() any { return new(bunpostgres.APIKeyRefill) }},
+	{gen.Bun, gen.MySQL, func() any { return new(bunmysql.RateLimit) }, func() any { return new(bunmysql.APIKey) }, func() any { return new(bunmysql.RerolledKey) }, func() any { return new(bunmysql.APIKeyLimit) }, func() any { return new(bunmysql.APIKeyRefill) }},
 }
 
 func (m modelSet) name() string { return string(m.target) + "/" + string(m.dialect) }
@@ -89,11 +90,11 @@ func TestMigrateMatchesDDL(t *testing.T) {
 				o := open(t, m, db)
 				var want []string
 				if o.gorm != nil {
-					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit()); err != nil {
+					if err := o.gorm.AutoMigrate(m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit(), m.refill()); err != nil {
 						t.Fatal(err)
 					}
 				} else {
-					for _, model := range []any{m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit()} {
+					for _, model := range []any{m.rateLimit(), m.apiKey(), m.rerolled(), m.apikeyLimit(), m.refill()} {
 						if _, err := o.bun.NewCreateTable().Model(model).Exec(ctx); err != nil {
 							t.Fatal(err)
 						}
