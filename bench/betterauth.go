@@ -12,6 +12,7 @@ import (
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/gen"
 )
@@ -235,7 +236,7 @@ func (e *sqlEnv) betterAuthVerify() *approach {
 	}
 
 	verify := func(ctx context.Context, plain string) (bool, error) {
-		hash := apikey.Hash(plain)
+		hash := keystore.Hash(plain)
 		k, err := read(ctx, sel, hash)
 		if err != nil || k == nil {
 			return false, err // nil: INVALID_API_KEY

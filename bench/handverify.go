@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -55,7 +55,7 @@ func (e *sqlEnv) handVerify() *approach {
 	}
 	exec := e.execOne
 	verify := func(ctx context.Context, plain string) (bool, error) {
-		hash := apikey.Hash(plain)
+		hash := keystore.Hash(plain)
 		for range baMaxAttempts {
 			var (
 				kid                        int64

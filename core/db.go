@@ -201,7 +201,7 @@ func (db *DB) writeInto(op string, t *driver.Table, req IncrementRequest, inc []
 		if !ok {
 			return nil, nil, invalid(op, t.Model, "unknown field %q in Increment", field)
 		}
-		if c.Field.Type != TypeInt || c.Field.Primary {
+		if c.Field.Type != driver.TypeInt || c.Field.Primary {
 			return nil, nil, invalid(op, t.Model, "field %q cannot be incremented: only non-key int fields can", field)
 		}
 		if _, both := req.Set[field]; both {
@@ -475,12 +475,12 @@ func (db *DB) prepareSet(op, model string, where []Where, set map[string]any) (*
 }
 
 // whereValue checks that the operator and value fit the field.
-func whereValue(f Field, w Where) (any, error) {
+func whereValue(f driver.Field, w Where) (any, error) {
 	switch w.Op {
 	case driver.OpEq, driver.OpNe:
 		return toStorage(f, w.Value)
 	case driver.OpLt, driver.OpLte, driver.OpGt, driver.OpGte:
-		if f.Type == TypeBool {
+		if f.Type == driver.TypeBool {
 			return nil, fmt.Errorf("booleans cannot be ordered")
 		}
 		v, err := toStorage(f, w.Value)
@@ -714,7 +714,7 @@ func (db *DB) IncrementValue(ctx context.Context, req IncrementRequest) (value i
 	if t, ok := db.table(req.Model); ok {
 		c, found = t.Column(field)
 	}
-	if vi == nil || by == 0 || !found || c.Field.Nullable || c.Field.Type != TypeInt || c.Field.Primary {
+	if vi == nil || by == 0 || !found || c.Field.Nullable || c.Field.Type != driver.TypeInt || c.Field.Primary {
 		row, ok, err := db.IncrementOne(ctx, req)
 		if err != nil || !ok {
 			return 0, false, err

@@ -19,7 +19,7 @@ type PairRequest struct {
 	// Max is the most Field may hold after the write (at least 0): the
 	// write is also guarded on 0 ≤ Field + By ≤ Max.
 	Max int64
-	// Other is the int field answered beside Field, which the write leaves
+	// Other is the int field answered beside driver.Field, which the write leaves
 	// as it is; the write is also guarded on OtherMin ≤ Other ≤ OtherMax.
 	Other              string
 	OtherMin, OtherMax int64
@@ -78,7 +78,7 @@ func (db *DB) pairRequest(op string, req PairRequest) (*driver.Table, driver.Del
 		switch {
 		case !ok:
 			return "", invalid(op, req.Model, "unknown field %q as %s", field, role)
-		case c.Field.Type != TypeInt || c.Field.Primary || c.Field.Nullable:
+		case c.Field.Type != driver.TypeInt || c.Field.Primary || c.Field.Nullable:
 			return "", invalid(op, req.Model, "field %q cannot be %s: only non-key, non-nullable int fields can", field, role)
 		}
 		return c.Name, nil

@@ -106,11 +106,11 @@ func checkModel(m Model) error {
 	if m.Name == "" {
 		return invalid("NewSchema", "", "model without a name")
 	}
-	if len(m.Fields) == 0 || !m.Fields[0].Primary || m.Fields[0].Type != TypeInt {
+	if len(m.Fields) == 0 || !m.Fields[0].Primary || m.Fields[0].Type != driver.TypeInt {
 		return invalid("NewSchema", m.Name, "the first field must be the integer primary key")
 	}
 	for i, f := range m.Fields {
-		if f.Name == "" || f.Type < TypeString || f.Type > TypeTime {
+		if f.Name == "" || f.Type < driver.TypeString || f.Type > driver.TypeTime {
 			return invalid("NewSchema", m.Name, "field %d has no name or an unknown type", i)
 		}
 		if i > 0 && f.Primary {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -103,9 +104,9 @@ func TestNamingExtraModelsSnakeCase(t *testing.T) {
 		"x":          "x",
 		"ipV6Prefix": "ip_v6_prefix",
 	}
-	m := core.Model{Name: "sessionToken", Fields: []core.Field{{Name: "id", Type: core.TypeInt, Primary: true}}}
+	m := core.Model{Name: "sessionToken", Fields: []driver.Field{{Name: "id", Type: driver.TypeInt, Primary: true}}}
 	for f := range fields {
-		m.Fields = append(m.Fields, core.Field{Name: f, Type: core.TypeString, Nullable: true})
+		m.Fields = append(m.Fields, driver.Field{Name: f, Type: driver.TypeString, Nullable: true})
 	}
 	s, err := core.NewSchema(core.Naming{}, m)
 	if err != nil {
@@ -132,7 +133,7 @@ func TestNamingExtraModelsSnakeCase(t *testing.T) {
 // and a message that names the problem.
 func TestNamingErrors(t *testing.T) {
 	long := strings.Repeat("a", 64)
-	idField := core.Field{Name: "id", Type: core.TypeInt, Primary: true}
+	idField := driver.Field{Name: "id", Type: driver.TypeInt, Primary: true}
 	cases := []struct {
 		name   string
 		naming core.Naming
@@ -157,14 +158,14 @@ func TestNamingErrors(t *testing.T) {
 		{"column override for an unknown field", core.Naming{Columns: map[string]map[string]string{core.ModelRateLimit: {"hits": "h"}}}, nil, `column override for unknown field "hits"`},
 		{"override by physical name", core.Naming{Columns: map[string]map[string]string{core.ModelRateLimit: {"last_request": "lr"}}}, nil, `unknown field "last_request"`},
 		{"extra model redefines a built-in", core.Naming{}, []core.Model{core.RateLimitModel()}, "model defined twice"},
-		{"extra model without a name", core.Naming{}, []core.Model{{Fields: []core.Field{idField}}}, "model without a name"},
-		{"extra model without a primary key", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{{Name: "a", Type: core.TypeString}}}}, "the first field must be the integer primary key"},
-		{"extra model with a string primary key", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{{Name: "id", Type: core.TypeString, Primary: true}}}}, "the first field must be the integer primary key"},
-		{"extra model with two primary keys", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{idField, {Name: "b", Type: core.TypeInt, Primary: true}}}}, `field "b": only the first field may be the primary key`},
-		{"extra model field without a type", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{idField, {Name: "b"}}}}, "field 1 has no name or an unknown type"},
-		{"extra model with a default of the wrong type", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{idField, {Name: "b", Type: core.TypeInt, Default: "0"}}}}, `field "b": the default "0" does not fit a int field`},
-		{"extra model with an overflowing default", core.Naming{}, []core.Model{{Name: "m", Fields: []core.Field{idField, {Name: "b", Type: core.TypeInt, Default: uint64(1 << 63)}}}}, "does not fit"},
-		{"extra model whose table clashes", core.Naming{}, []core.Model{{Name: "rate_limit", Fields: []core.Field{idField}}}, "is already used"},
+		{"extra model without a name", core.Naming{}, []core.Model{{Fields: []driver.Field{idField}}}, "model without a name"},
+		{"extra model without a primary key", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{{Name: "a", Type: driver.TypeString}}}}, "the first field must be the integer primary key"},
+		{"extra model with a string primary key", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{{Name: "id", Type: driver.TypeString, Primary: true}}}}, "the first field must be the integer primary key"},
+		{"extra model with two primary keys", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{idField, {Name: "b", Type: driver.TypeInt, Primary: true}}}}, `field "b": only the first field may be the primary key`},
+		{"extra model field without a type", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{idField, {Name: "b"}}}}, "field 1 has no name or an unknown type"},
+		{"extra model with a default of the wrong type", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{idField, {Name: "b", Type: driver.TypeInt, Default: "0"}}}}, `field "b": the default "0" does not fit a int field`},
+		{"extra model with an overflowing default", core.Naming{}, []core.Model{{Name: "m", Fields: []driver.Field{idField, {Name: "b", Type: driver.TypeInt, Default: uint64(1 << 63)}}}}, "does not fit"},
+		{"extra model whose table clashes", core.Naming{}, []core.Model{{Name: "rate_limit", Fields: []driver.Field{idField}}}, "is already used"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -231,13 +232,13 @@ func TestNamingReachesTheAdapter(t *testing.T) {
 // nullable fields included, and leaves the rest NULL.
 func TestCreateDefaults(t *testing.T) {
 	at := fixedNow()
-	m := core.Model{Name: "thing", Fields: []core.Field{
-		{Name: "id", Type: core.TypeInt, Primary: true},
-		{Name: "n", Type: core.TypeInt, Nullable: true, Default: 7},
-		{Name: "s", Type: core.TypeString, Default: "dflt"},
-		{Name: "b", Type: core.TypeBool, Nullable: true, Default: false},
-		{Name: "at", Type: core.TypeTime, Nullable: true, Default: at},
-		{Name: "free", Type: core.TypeString, Nullable: true},
+	m := core.Model{Name: "thing", Fields: []driver.Field{
+		{Name: "id", Type: driver.TypeInt, Primary: true},
+		{Name: "n", Type: driver.TypeInt, Nullable: true, Default: 7},
+		{Name: "s", Type: driver.TypeString, Default: "dflt"},
+		{Name: "b", Type: driver.TypeBool, Nullable: true, Default: false},
+		{Name: "at", Type: driver.TypeTime, Nullable: true, Default: at},
+		{Name: "free", Type: driver.TypeString, Nullable: true},
 	}}
 	db := mustNew(t, memory.New(), core.WithSchema(core.MustSchema(core.Naming{}, m)))
 	row := mustCreate(t, db, "thing", nil)

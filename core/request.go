@@ -109,27 +109,27 @@ func toBool(v any) (bool, error) {
 
 // fromStorage converts a value an adapter returned to the field's Go type:
 // int64, string, bool, time.Time in UTC, or nil.
-func fromStorage(f Field, v any) (any, error) {
+func fromStorage(f driver.Field, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
 	switch f.Type {
-	case TypeInt:
+	case driver.TypeInt:
 		if _, ok := v.(int64); ok {
 			return v, nil // already the field's type: no new boxing
 		}
 		return driver.ParseInt(v)
-	case TypeBool:
+	case driver.TypeBool:
 		if _, ok := v.(bool); ok {
 			return v, nil
 		}
 		return toBool(v)
-	case TypeTime:
+	case driver.TypeTime:
 		if t, ok := v.(time.Time); ok && t.Location() == time.UTC {
 			return v, nil // already a UTC time: no new boxing
 		}
 		return driver.ParseTime(v)
-	case TypeString:
+	case driver.TypeString:
 		switch x := v.(type) {
 		case string:
 			return v, nil // already a string: no new boxing
@@ -144,7 +144,7 @@ func fromStorage(f Field, v any) (any, error) {
 // any integer becomes int64, times become UTC truncated to the millisecond
 // (the precision every dialect keeps), strings must be valid UTF-8 without
 // NUL (see driver.StorableText), pointers are dereferenced, nil stays nil.
-func toStorage(f Field, v any) (any, error) {
+func toStorage(f driver.Field, v any) (any, error) {
 	if v == nil {
 		return nil, nil
 	}
@@ -155,7 +155,7 @@ func toStorage(f Field, v any) (any, error) {
 		return toStorage(f, rv.Elem().Interface())
 	}
 	switch f.Type {
-	case TypeInt:
+	case driver.TypeInt:
 		switch v.(type) {
 		case int64:
 			return v, nil // already normalised: no new boxing
@@ -166,18 +166,18 @@ func toStorage(f Field, v any) (any, error) {
 			}
 			return n, nil
 		}
-	case TypeString:
+	case driver.TypeString:
 		if s, ok := v.(string); ok {
 			if err := driver.StorableText(s); err != nil {
 				return nil, fmt.Errorf("field %q: %w", f.Name, err)
 			}
 			return v, nil // the caller's boxed string: no new boxing
 		}
-	case TypeBool:
+	case driver.TypeBool:
 		if b, ok := v.(bool); ok {
 			return b, nil
 		}
-	case TypeTime:
+	case driver.TypeTime:
 		if t, ok := v.(time.Time); ok {
 			if t.Location() == time.UTC && t.Nanosecond()%int(time.Millisecond) == 0 && t == t.Round(0) {
 				return v, nil // already what is stored (no monotonic reading either): no new boxing

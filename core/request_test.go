@@ -39,8 +39,8 @@ func TestNames(t *testing.T) {
 			t.Errorf("Op(%d).String() = %q, want %q", uint8(op), got, want)
 		}
 	}
-	types := map[driver.FieldType]string{core.TypeString: "string", core.TypeInt: "int", core.TypeBool: "bool",
-		core.TypeTime: "time", 0: "FieldType(?)", 9: "FieldType(?)"}
+	types := map[driver.FieldType]string{driver.TypeString: "string", driver.TypeInt: "int", driver.TypeBool: "bool",
+		driver.TypeTime: "time", 0: "FieldType(?)", 9: "FieldType(?)"}
 	for ft, want := range types {
 		if got := ft.String(); got != want {
 			t.Errorf("FieldType(%d).String() = %q, want %q", uint8(ft), got, want)
@@ -65,18 +65,18 @@ func TestBuiltinModels(t *testing.T) {
 		}
 	}
 	rl, ak := core.ModelRateLimit, core.ModelAPIKey
-	check(rl, "key", core.TypeString, false, true, false, nil)
-	check(rl, "count", core.TypeInt, false, false, false, int64(0))
-	check(rl, "lastRequest", core.TypeInt, false, false, true, int64(0))
-	check(ak, "key", core.TypeString, false, true, false, nil)
-	check(ak, "referenceId", core.TypeString, false, false, true, nil)
-	check(ak, "enabled", core.TypeBool, false, false, false, true)
-	check(ak, "remaining", core.TypeInt, true, false, false, nil)
-	check(ak, "lastRefillAt", core.TypeTime, true, false, false, nil)
-	check(ak, "lastRequest", core.TypeTime, true, false, false, nil)
-	check(ak, "expiresAt", core.TypeTime, true, false, false, nil)
-	check(ak, "createdAt", core.TypeTime, false, false, false, nil)
-	check(ak, "rateLimitTimeWindow", core.TypeInt, true, false, false, nil)
+	check(rl, "key", driver.TypeString, false, true, false, nil)
+	check(rl, "count", driver.TypeInt, false, false, false, int64(0))
+	check(rl, "lastRequest", driver.TypeInt, false, false, true, int64(0))
+	check(ak, "key", driver.TypeString, false, true, false, nil)
+	check(ak, "referenceId", driver.TypeString, false, false, true, nil)
+	check(ak, "enabled", driver.TypeBool, false, false, false, true)
+	check(ak, "remaining", driver.TypeInt, true, false, false, nil)
+	check(ak, "lastRefillAt", driver.TypeTime, true, false, false, nil)
+	check(ak, "lastRequest", driver.TypeTime, true, false, false, nil)
+	check(ak, "expiresAt", driver.TypeTime, true, false, false, nil)
+	check(ak, "createdAt", driver.TypeTime, false, false, false, nil)
+	check(ak, "rateLimitTimeWindow", driver.TypeInt, true, false, false, nil)
 	if tb, _ := s.Table(ak); len(tb.Columns) != 22 {
 		t.Errorf("apikey has %d fields, want 22", len(tb.Columns))
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/memory"
 )
 
@@ -91,9 +92,9 @@ func TestUnstorableStringsAreInvalid(t *testing.T) {
 	}
 
 	t.Run("a default that cannot be stored is refused by NewSchema", func(t *testing.T) {
-		_, err := core.NewSchema(core.Naming{}, core.Model{Name: "m", Fields: []core.Field{
-			{Name: "id", Type: core.TypeInt, Primary: true},
-			{Name: "s", Type: core.TypeString, Default: "x\x00"},
+		_, err := core.NewSchema(core.Naming{}, core.Model{Name: "m", Fields: []driver.Field{
+			{Name: "id", Type: driver.TypeInt, Primary: true},
+			{Name: "s", Type: driver.TypeString, Default: "x\x00"},
 		}})
 		if !errors.Is(err, core.ErrInvalid) {
 			t.Fatalf("NewSchema err = %v, want ErrInvalid", err)

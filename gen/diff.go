@@ -120,7 +120,7 @@ func (p *Plan) diffTable(d Dialect, names ddl.IndexNames, t *driver.Table, have 
 func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc ExistingColumn) {
 	want := d.ColumnType(c.Field)
 	if c.Field.Primary {
-		if typeFamily(d, hc.Type) != core.TypeInt {
+		if typeFamily(d, hc.Type) != driver.TypeInt {
 			p.leave("column %s.%s is %s; the primary key should be an auto-incrementing integer", t.Name, c.Name, shownType(hc.Type))
 		}
 		return
@@ -129,9 +129,9 @@ func (p *Plan) compareColumn(d Dialect, t *driver.Table, c driver.Column, hc Exi
 	switch {
 	case got != c.Field.Type:
 		p.leave("column %s.%s is %s; the schema wants %s", t.Name, c.Name, shownType(hc.Type), want)
-	case d == MySQL && c.Field.Type == core.TypeTime && !strings.EqualFold(hc.Type, want):
+	case d == MySQL && c.Field.Type == driver.TypeTime && !strings.EqualFold(hc.Type, want):
 		p.leave("column %s.%s is %s; the schema wants %s (millisecond precision)", t.Name, c.Name, shownType(hc.Type), want)
-	case d == MySQL && got == core.TypeString && c.Field.Unique && hc.Collation != "" && !slices.Contains(ddl.NoPadCollations, strings.ToLower(hc.Collation)):
+	case d == MySQL && got == driver.TypeString && c.Field.Unique && hc.Collation != "" && !slices.Contains(ddl.NoPadCollations, strings.ToLower(hc.Collation)):
 		// Only the unique keys: exactness depends on them, and changing a
 		// collation rebuilds the table, which is the owner's call. Going
 		// to NO PAD cannot create duplicates: it tells more strings apart.
@@ -194,15 +194,15 @@ func typeFamily(d Dialect, typ string) driver.FieldType {
 	t := strings.ToLower(strings.TrimSpace(typ))
 	switch {
 	case d == MySQL && (strings.HasPrefix(t, "tinyint(1)") || t == "bit(1)"):
-		return core.TypeBool
+		return driver.TypeBool
 	case strings.Contains(t, "bool"):
-		return core.TypeBool
+		return driver.TypeBool
 	case strings.Contains(t, "int") || strings.Contains(t, "serial"):
-		return core.TypeInt
+		return driver.TypeInt
 	case strings.Contains(t, "time") || strings.Contains(t, "date"):
-		return core.TypeTime
+		return driver.TypeTime
 	case strings.Contains(t, "char") || strings.Contains(t, "text") || strings.Contains(t, "clob"):
-		return core.TypeString
+		return driver.TypeString
 	}
 	return 0
 }

@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/adapters/sql/ddl"
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -87,11 +86,11 @@ func entField(c driver.Column) string {
 	name := snakeName(f.Name)
 	var parts []string
 	switch f.Type {
-	case core.TypeInt:
+	case driver.TypeInt:
 		parts = append(parts, fmt.Sprintf("field.Int64(%s)", goQuote(name)))
-	case core.TypeBool:
+	case driver.TypeBool:
 		parts = append(parts, fmt.Sprintf("field.Bool(%s)", goQuote(name)))
-	case core.TypeTime:
+	case driver.TypeTime:
 		parts = append(parts, fmt.Sprintf("field.Time(%s)", goQuote(name)))
 	default:
 		parts = append(parts, fmt.Sprintf("field.String(%s)", goQuote(name)))
@@ -104,7 +103,7 @@ func entField(c driver.Column) string {
 	}
 	// ent's bool builder has no SchemaType; its default (boolean, MySQL's
 	// tinyint(1)) is what the DDL says anyway.
-	if !f.Primary && f.Type != core.TypeBool {
+	if !f.Primary && f.Type != driver.TypeBool {
 		var types []string
 		for _, d := range entDialects {
 			types = append(types, fmt.Sprintf("%s: %s", d.constant, goQuote(d.dialect.ColumnType(f))))

@@ -5,20 +5,19 @@ import (
 	"strings"
 
 	"github.com/sluice-go/sluice/adapters/sql/ddl"
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
 // goType is the Go type of a field in a model struct: int64, string, bool
 // or time.Time, behind a pointer when the column accepts NULL.
-func goType(f core.Field) string {
+func goType(f driver.Field) string {
 	var t string
 	switch f.Type {
-	case core.TypeInt:
+	case driver.TypeInt:
 		t = "int64"
-	case core.TypeBool:
+	case driver.TypeBool:
 		t = "bool"
-	case core.TypeTime:
+	case driver.TypeTime:
 		t = "time.Time"
 	default:
 		t = "string"
@@ -33,7 +32,7 @@ func goType(f core.Field) string {
 func usesTime(tables []*driver.Table) bool {
 	for _, t := range tables {
 		for _, c := range t.Columns {
-			if c.Field.Type == core.TypeTime {
+			if c.Field.Type == driver.TypeTime {
 				return true
 			}
 		}
@@ -54,8 +53,8 @@ func goLiteral(v any) string {
 // a string such as configId ("" means "use the default") and harmless for
 // an int defaulting to 0, but would make false impossible to write for a
 // bool defaulting to TRUE: such a default stays in the DDL only.
-func ormDefault(f core.Field) (string, bool) {
-	if f.Default == nil || (f.Type == core.TypeBool && !isZeroDefault(f.Default)) {
+func ormDefault(f driver.Field) (string, bool) {
+	if f.Default == nil || (f.Type == driver.TypeBool && !isZeroDefault(f.Default)) {
 		return "", false
 	}
 	return ddl.Literal(f.Default), true
@@ -63,7 +62,7 @@ func ormDefault(f core.Field) (string, bool) {
 
 // fieldComment is a struct field's comment, with a note when its DDL
 // default is left out of the tag (see ormDefault).
-func fieldComment(f core.Field, orm string) string {
+func fieldComment(f driver.Field, orm string) string {
 	if _, ok := ormDefault(f); f.Default == nil || ok {
 		return f.Comment
 	}
@@ -72,11 +71,11 @@ func fieldComment(f core.Field, orm string) string {
 }
 
 // zeroOf is the Go zero value of a field's type, as text.
-func zeroOf(f core.Field) string {
+func zeroOf(f driver.Field) string {
 	switch f.Type {
-	case core.TypeBool:
+	case driver.TypeBool:
 		return "false"
-	case core.TypeInt:
+	case driver.TypeInt:
 		return "0"
 	}
 	return `""`

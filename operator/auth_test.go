@@ -12,6 +12,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/memory"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	"github.com/sluice-go/sluice/operator"
@@ -197,7 +198,7 @@ func TestSecretsStayOut(t *testing.T) {
 	e := newEnv(t, backends[0])
 	c := e.call(t, "POST", "/api-key/create", `{"referenceId":"u","remaining":5}`).ok(t)
 	secret, id := c.str("key"), c.id(t)
-	hash := apikey.Hash(secret)
+	hash := keystore.Hash(secret)
 	var answers []reply
 	for _, call := range []struct{ method, path, body string }{
 		{"GET", fmt.Sprintf("/api-key/get?id=%d", id), ""},
@@ -213,12 +214,12 @@ func TestSecretsStayOut(t *testing.T) {
 	fresh := rr.str("key")
 	answers = append(answers, e.call(t, "GET", fmt.Sprintf("/api-key/get?id=%d", id), "").ok(t))
 	for _, s := range []string{c.raw, rr.raw} {
-		if strings.Contains(s, hash) || strings.Contains(s, apikey.Hash(fresh)) {
+		if strings.Contains(s, hash) || strings.Contains(s, keystore.Hash(fresh)) {
 			t.Errorf("a hash in %s", s)
 		}
 	}
 	for _, a := range answers {
-		for _, leak := range []string{secret, hash, fresh, apikey.Hash(fresh)} {
+		for _, leak := range []string{secret, hash, fresh, keystore.Hash(fresh)} {
 			if strings.Contains(a.raw, leak) {
 				t.Errorf("%q in an answer: %s", leak, a.raw)
 			}
@@ -228,7 +229,7 @@ func TestSecretsStayOut(t *testing.T) {
 	if !strings.Contains(log, "/api-key/create") || !strings.Contains(log, "actor=alice") {
 		t.Fatalf("the log lacks the requests: %s", log)
 	}
-	for _, leak := range []string{secret, hash, fresh, apikey.Hash(fresh)} {
+	for _, leak := range []string{secret, hash, fresh, keystore.Hash(fresh)} {
 		if strings.Contains(log, leak) {
 			t.Errorf("%q in the log", leak)
 		}

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -268,7 +267,7 @@ func guardsOf(t *driver.Table, row driver.Record, pk string, skip func(col strin
 		case []byte:
 			// The text protocol answers every value as text: an integer
 			// (or a boolean stored as one) is compared as the integer.
-			if c.Field.Type == core.TypeInt || c.Field.Type == core.TypeBool {
+			if c.Field.Type == driver.TypeInt || c.Field.Type == driver.TypeBool {
 				if n, err := strconv.ParseInt(string(v), 10, 64); err == nil {
 					g.value = n
 					break

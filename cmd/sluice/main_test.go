@@ -25,6 +25,7 @@ import (
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
@@ -204,7 +205,7 @@ func TestCommand(t *testing.T) {
 				t.Errorf("keys list -owner u2: %v", page)
 			}
 			show := tg.sluice(t, "keys", "show", strconv.FormatInt(id, 10)).ok(t)
-			if !regexp.MustCompile(`(?m)^remaining +2$`).MatchString(show.stdout) || strings.Contains(show.stdout, secret) || strings.Contains(show.stdout, apikey.Hash(secret)) {
+			if !regexp.MustCompile(`(?m)^remaining +2$`).MatchString(show.stdout) || strings.Contains(show.stdout, secret) || strings.Contains(show.stdout, keystore.Hash(secret)) {
 				t.Errorf("keys show:\n%s", show.stdout)
 			}
 

@@ -206,7 +206,7 @@ func TestFirstOwnerLimitsRace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			race.owner = m.store.(*storageStore).ownerKey(Hash("team"))
+			race.owner = m.store.(*storageStore).ownerKey(keystore.Hash("team"))
 			limits := map[string]NamedLimit{"requests": {Max: 5, Window: time.Minute}}
 			errs := make(chan error, 2)
 			for range 2 {

@@ -241,7 +241,7 @@ func (m *Manager) Create(ctx context.Context, p CreateParams) (plaintext string,
 		return "", nil, err
 	}
 	plaintext = p.Prefix + random
-	s.Key, s.Start = Hash(plaintext), ptr(plaintext[:StartLength])
+	s.Key, s.Start = keystore.Hash(plaintext), ptr(plaintext[:StartLength])
 	if err = m.store.create(ctx, s); err != nil {
 		return "", nil, err
 	}

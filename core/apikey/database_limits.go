@@ -147,7 +147,7 @@ type limitRow struct {
 // the transaction locks them, and the order of keystore.Plan.Opens.
 func keyLimitRows(s *keystore.Key, spend []keystore.LimitSpend) []limitRow {
 	lims := make([]limitRow, 2*len(spend))
-	owner := Hash(s.ReferenceID)
+	owner := keystore.Hash(s.ReferenceID)
 	for i, sp := range spend {
 		lims[i] = limitRow{LimitSpend: sp, row: limitRowKey(s.ID, sp.Name)}
 		lims[len(spend)+i] = limitRow{LimitSpend: sp, owner: true, row: ownerRowKey(owner, sp.Name)}
@@ -303,7 +303,7 @@ func (d *dbStore) setOwnerLimits(ctx context.Context, ref string, cfg *string) e
 	want := (&keystore.Key{Limits: cfg}).LimitConfigs()
 	return d.db.InTx(ctx, func(ctx context.Context, tx *core.DB) error {
 		return replaceLimits(ctx, tx, core.Eq("owner", ref), func(name string) map[string]any {
-			return map[string]any{"key": ownerRowKey(Hash(ref), name), "keyId": int64(0), "owner": ref}
+			return map[string]any{"key": ownerRowKey(keystore.Hash(ref), name), "keyId": int64(0), "owner": ref}
 		}, want)
 	})
 }

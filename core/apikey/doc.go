@@ -82,7 +82,7 @@
 // A verification in database mode, file by file:
 //
 //  1. verify.go: [Manager.Verify] applies the [VerifyOption]s, hashes the
-//     key (key.go's [Hash]) and, after manager.go's ready (the schema
+//     key ([keystore.Hash]) and, after manager.go's ready (the schema
 //     check of database.go, once), calls the store's verify.
 //  2. database_verify.go: dbStore.verify takes the key as remembered
 //     (keycache.go) and tries its guarded write at once; otherwise, or on

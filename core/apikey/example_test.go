@@ -71,11 +71,6 @@ func ExampleManager_Create() {
 	// without a rate limit, 11th: true 989 left
 }
 
-func ExampleHash() {
-	fmt.Println(apikey.Hash("test"))
-	// Output: n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg
-}
-
 func ExampleManager_Verify_rateLimit() {
 	ctx := context.Background()
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

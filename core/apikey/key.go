@@ -1,8 +1,6 @@
 package apikey
 
 import (
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -43,28 +41,6 @@ const (
 	// [Permissions] and [AnyPermission]).
 	CodeForbidden = keystore.Forbidden
 )
-
-// hashBuf holds any key that Create makes (a prefix and KeyLength letters)
-// on the stack while it is hashed.
-const hashBuf = MaxPrefixLength + KeyLength
-
-// Hash returns the stored form of a plaintext key: SHA-256, base64url
-// without padding. It is Better Auth's default, so keys created by either
-// verify with the other.
-func Hash(key string) string {
-	var sum [sha256.Size]byte
-	if len(key) <= hashBuf {
-		// Copied to the stack: converting a key longer than 32 bytes
-		// would allocate.
-		var buf [hashBuf]byte
-		sum = sha256.Sum256(append(buf[:0], key...))
-	} else {
-		sum = sha256.Sum256([]byte(key))
-	}
-	var out [43]byte // base64 of 32 bytes, unpadded: encoded here, one allocation for the string
-	base64.RawURLEncoding.Encode(out[:], sum[:])
-	return string(out[:])
-}
 
 // Key is an API key as the caller sees it. The plaintext key is never part
 // of it: only [Manager.Create] returns that, once.

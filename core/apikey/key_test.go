@@ -4,16 +4,17 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
-func TestHashVectors(t *testing.T) {
-	for in, want := range map[string]string{
-		"test": "n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg",
-		"abc":  "ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0",
-	} {
-		if got := Hash(in); got != want {
-			t.Errorf("Hash(%q) = %q, want %q", in, got, want)
-		}
+// TestLongestKeyHashedOnTheStack: keystore.Hash copies a key of up to
+// MaxPrefixLength + KeyLength bytes to the stack, so hashing any key Create
+// makes allocates only the answer.
+func TestLongestKeyHashedOnTheStack(t *testing.T) {
+	key := strings.Repeat("p", MaxPrefixLength) + strings.Repeat("k", KeyLength)
+	if n := testing.AllocsPerRun(100, func() { _ = keystore.Hash(key) }); n != 1 {
+		t.Errorf("keystore.Hash of a %d-byte key: %v allocations, want 1 (the string)", len(key), n)
 	}
 }
 
@@ -28,7 +29,7 @@ func TestCreateKeyMaterial(t *testing.T) {
 			t.Fatalf("key %q has non-letter %q in its random part", plain, r)
 		}
 	}
-	if k.Hash != Hash(plain) || k.Start != plain[:StartLength] || k.Prefix != "sk_live_" {
+	if k.Hash != keystore.Hash(plain) || k.Start != plain[:StartLength] || k.Prefix != "sk_live_" {
 		t.Fatalf("key = {Hash:%q Start:%q Prefix:%q}, want hash of the key, its first %d characters and the prefix", k.Hash, k.Start, k.Prefix, StartLength)
 	}
 	rows, err := e.db.FindMany(context.Background(), "apikey", nil, nil)

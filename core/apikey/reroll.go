@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 )
 
 // Reroll gives key id a new plaintext, which it returns once as Create
@@ -56,7 +57,7 @@ func (m *Manager) Reroll(ctx context.Context, id int64, grace time.Duration) (pl
 	now := m.now()
 	s, err := m.store.reroll(ctx, id, func(prefix string) (string, string) {
 		plaintext = prefix + random
-		return Hash(plaintext), plaintext[:StartLength]
+		return keystore.Hash(plaintext), plaintext[:StartLength]
 	}, now, grace)
 	if err != nil {
 		return "", nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sluice-go/sluice/core"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/internal/testrace"
 	"github.com/sluice-go/sluice/core/memory"
@@ -66,7 +67,7 @@ func TestRerollKeepsTheRecord(t *testing.T) {
 		switch {
 		case fresh == old || !strings.HasPrefix(fresh, "sk_") || len(fresh) != len(old):
 			t.Fatalf("new plaintext %q, old %q: want a different key with the same prefix and length", fresh, old)
-		case rk.ID != k.ID || rk.Hash != Hash(fresh) || rk.Start != fresh[:StartLength] || rk.Name != "ci":
+		case rk.ID != k.ID || rk.Hash != keystore.Hash(fresh) || rk.Start != fresh[:StartLength] || rk.Name != "ci":
 			t.Fatalf("rerolled key %+v: want id %d, the new hash and start, the same name", rk, k.ID)
 		case remaining(t, rk) != 8 || rk.RequestCount != 2:
 			t.Fatalf("rerolled key: remaining %d, requestCount %d; want 8 and 2 (the counters go on)", remaining(t, rk), rk.RequestCount)
@@ -184,7 +185,7 @@ func TestRerollCached(t *testing.T) {
 	old, k := e.create(t, CreateParams{RateLimit: noRateLimit(), Remaining: quota(10)})
 	wantCode(t, e.verify(t, old), "") // fills the cache under the old hash
 	fresh, _ := e.reroll(t, k.ID, time.Minute)
-	if r := e.verify(t, old); !r.Valid || r.Key.Hash != Hash(fresh) {
+	if r := e.verify(t, old); !r.Valid || r.Key.Hash != keystore.Hash(fresh) {
 		t.Fatalf("old key in its grace: %+v, want valid with the new hash", r)
 	}
 	e.clock.Advance(time.Minute)
@@ -201,7 +202,7 @@ func TestRerollEvent(t *testing.T) {
 	_, k := e.create(t, CreateParams{RateLimit: noRateLimit()})
 	fresh, _ := e.reroll(t, k.ID, time.Second)
 	last := got[len(got)-1]
-	if last.Kind != Rerolled || last.KeyID != k.ID || last.Key == nil || last.Key.Hash != Hash(fresh) || last.Outcome() != "rerolled" {
+	if last.Kind != Rerolled || last.KeyID != k.ID || last.Key == nil || last.Key.Hash != keystore.Hash(fresh) || last.Outcome() != "rerolled" {
 		t.Fatalf("last event %+v, want Rerolled with the new key", last)
 	}
 }

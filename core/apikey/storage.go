@@ -25,7 +25,7 @@ import (
 // of each owner in the set prefix+"ref:"+referenceId and all of them in
 // prefix+"all". A key's location is the hash it was created with, or,
 // when the storage shares owner limits, that hash after the {hash tag} of
-// its owner, whose limits are at prefix+"owner:{"+Hash(referenceId)+"}".
+// its owner, whose limits are at prefix+"owner:{"+keystore.Hash(referenceId)+"}".
 // Every hash that opens a key at a location other than itself (one it was
 // rerolled to, or the one it was created with, in a tagged location)
 // points there from prefix+"to:"+hash.
@@ -57,7 +57,7 @@ func (st *storageStore) location(hash, ref string) string {
 	if !st.owners {
 		return hash
 	}
-	return "{" + Hash(ref) + "}" + hash
+	return "{" + keystore.Hash(ref) + "}" + hash
 }
 
 // locations remembers where the keys verified are stored, by the hash

@@ -48,7 +48,7 @@ func (st *storageStore) setOwnerLimits(ctx context.Context, ref string, cfg *str
 	if !st.owners {
 		return fmt.Errorf("apikey: SetOwnerLimits: %w: storage %T does not implement keystore.OwnerSharing", core.ErrUnsupported, st.c)
 	}
-	key := st.ownerKey(Hash(ref))
+	key := st.ownerKey(keystore.Hash(ref))
 	if cfg == nil {
 		return st.s.Delete(ctx, key)
 	}
@@ -80,7 +80,7 @@ func (st *storageStore) ownerLimits(ctx context.Context, ref string) (map[string
 	if !st.owners {
 		return nil, nil // none can be set
 	}
-	s, err := st.record(ctx, st.ownerKey(Hash(ref)))
+	s, err := st.record(ctx, st.ownerKey(keystore.Hash(ref)))
 	if err != nil || s == nil {
 		return nil, err
 	}

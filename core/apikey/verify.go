@@ -88,7 +88,7 @@ func (m *Manager) verify(ctx context.Context, key string, opts []VerifyOption) (
 	if key == "" {
 		return invalid(), nil
 	}
-	res, err := m.store.verify(ctx, Hash(key), o.cost, req, o.limits)
+	res, err := m.store.verify(ctx, keystore.Hash(key), o.cost, req, o.limits)
 	if err != nil {
 		return res, driver.WrapKey("apikey: Verify", key, err)
 	}

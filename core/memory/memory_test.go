@@ -18,14 +18,14 @@ import (
 
 // itemModel has one field of every type, nullable, and a unique string.
 func itemModel() core.Model {
-	return core.Model{Name: "item", Fields: []core.Field{
-		{Name: "id", Type: core.TypeInt, Primary: true},
-		{Name: "name", Type: core.TypeString, Unique: true},
-		{Name: "n", Type: core.TypeInt, Nullable: true},
-		{Name: "flag", Type: core.TypeBool, Nullable: true},
-		{Name: "at", Type: core.TypeTime, Nullable: true},
-		{Name: "tag", Type: core.TypeString, Nullable: true},
-		{Name: "slot", Type: core.TypeString, Nullable: true, Unique: true},
+	return core.Model{Name: "item", Fields: []driver.Field{
+		{Name: "id", Type: driver.TypeInt, Primary: true},
+		{Name: "name", Type: driver.TypeString, Unique: true},
+		{Name: "n", Type: driver.TypeInt, Nullable: true},
+		{Name: "flag", Type: driver.TypeBool, Nullable: true},
+		{Name: "at", Type: driver.TypeTime, Nullable: true},
+		{Name: "tag", Type: driver.TypeString, Nullable: true},
+		{Name: "slot", Type: driver.TypeString, Nullable: true, Unique: true},
 	}}
 }
 

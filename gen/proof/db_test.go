@@ -317,7 +317,7 @@ func TestDiffDatabase(t *testing.T) {
 			}
 			want := gen.Plan{
 				Statements: []string{
-					"ALTER TABLE " + d.Quote(rl.Name) + " ADD COLUMN " + d.Quote("last_request") + " " + d.ColumnType(core.Field{Type: core.TypeInt}) + " NOT NULL DEFAULT 0",
+					"ALTER TABLE " + d.Quote(rl.Name) + " ADD COLUMN " + d.Quote("last_request") + " " + d.ColumnType(driver.Field{Type: driver.TypeInt}) + " NOT NULL DEFAULT 0",
 					"CREATE INDEX " + d.Quote(rl.Name+"_last_request_idx") + " ON " + d.Quote(rl.Name) + " (" + d.Quote("last_request") + ")",
 					"CREATE INDEX " + d.Quote(ak.Name+"_reference_id_idx") + " ON " + d.Quote(ak.Name) + " (" + d.Quote("reference_id") + ")",
 				},
@@ -582,17 +582,17 @@ func insertRow(t *testing.T, db sqlExecer, d gen.Dialect, tb *driver.Table, col,
 			ph = append(ph, "?")
 		}
 		switch {
-		case c.Name == col && f.Type == core.TypeInt:
+		case c.Name == col && f.Type == driver.TypeInt:
 			// a unique int column (apikeyRefill's keyId): the same value
 			// for the same text, so a second insert of it must fail too
 			args = append(args, int64(4242+len(value)))
 		case c.Name == col:
 			args = append(args, value)
-		case f.Type == core.TypeTime:
+		case f.Type == driver.TypeTime:
 			args = append(args, timeArg(d, time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)))
-		case f.Type == core.TypeInt:
+		case f.Type == driver.TypeInt:
 			args = append(args, int64(0))
-		case f.Type == core.TypeBool:
+		case f.Type == driver.TypeBool:
 			args = append(args, true)
 		default:
 			args = append(args, "v")

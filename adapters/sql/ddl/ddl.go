@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
 )
 
@@ -43,16 +42,16 @@ func (d Dialect) Quote(name string) string {
 }
 
 // ColumnType is the column type of a field in the dialect.
-func (d Dialect) ColumnType(f core.Field) string {
+func (d Dialect) ColumnType(f driver.Field) string {
 	switch f.Type {
-	case core.TypeInt:
+	case driver.TypeInt:
 		if d == SQLite {
 			return "INTEGER"
 		}
 		return "BIGINT"
-	case core.TypeBool:
+	case driver.TypeBool:
 		return "BOOLEAN"
-	case core.TypeTime:
+	case driver.TypeTime:
 		switch d {
 		case Postgres:
 			return "TIMESTAMPTZ(3)"
@@ -155,8 +154,8 @@ var NoPadCollations = []string{"utf8mb4_0900_bin", "utf8mb4_nopad_bin"}
 // DeclaredType is the column type in DDL and ORM type tags: ColumnType,
 // plus on MySQL the collation of indexed string columns. The others are
 // payload, never compared, and keep the table's collation.
-func (d Dialect) DeclaredType(f core.Field) string {
-	if d == MySQL && f.Type == core.TypeString && (f.Unique || f.Index) {
+func (d Dialect) DeclaredType(f driver.Field) string {
+	if d == MySQL && f.Type == driver.TypeString && (f.Unique || f.Index) {
 		return d.ColumnType(f) + " " + MySQLNoPad
 	}
 	return d.ColumnType(f)

@@ -11,6 +11,7 @@ import (
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/driver"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -218,7 +219,7 @@ func verifyByHand(b *testing.B, e *env) func(plain string) error {
 			&k.permissions, &k.metadata, &k.enabled, &k.rateLimitEnabled, &k.window, &k.max,
 			&k.remaining, &k.refillInterval, &k.refillAmount, &k.lastRefillAt, &k.lastRequest, &k.expiresAt,
 			&k.createdAt, &k.updatedAt}
-		hash := apikey.Hash(plain)
+		hash := keystore.Hash(plain)
 		now := time.Now().UTC()
 		start := now.Add(-time.Hour)
 		if onSQLite {

@@ -51,3 +51,10 @@ func ExampleAnchor() {
 	// due on Mar 31 at noon after a refill on Feb 28: true true
 	// refill day 32 is not a day of the month (1 to 31; a month shorter than the day refills on its last day)
 }
+
+// A key is stored, and found, by its hash: Better Auth's, so keys created
+// by either verify with the other.
+func ExampleHash() {
+	fmt.Println(keystore.Hash("test"))
+	// Output: n4bQgYhMfWWaL-qgxVrQFaO_TxsrC4Is0V1sFbDwCgg
+}

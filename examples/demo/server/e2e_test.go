@@ -17,6 +17,7 @@ import (
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/apikey/keystore"
 	"github.com/sluice-go/sluice/core/ratelimit"
 	"github.com/sluice-go/sluice/examples/demo/server"
 )
@@ -257,8 +258,8 @@ func (h *harness) scenario(t *testing.T) {
 			t.Errorf("defaults: %v, want quota 5, rate limit 3, refill 5", r.body)
 		}
 		k := h.stored(t, r.num(t, "id"))
-		if k.Hash != apikey.Hash(key) || strings.Contains(k.Hash, key) {
-			t.Errorf("stored hash %q, want apikey.Hash of the plaintext", k.Hash)
+		if k.Hash != keystore.Hash(key) || strings.Contains(k.Hash, key) {
+			t.Errorf("stored hash %q, want keystore.Hash of the plaintext", k.Hash)
 		}
 	})
 
@@ -333,7 +334,7 @@ func (h *harness) scenario(t *testing.T) {
 		h.do(t, "GET", "/api/data", old, "").expect(t, http.StatusUnauthorized, "INVALID_API_KEY")
 		h.do(t, "POST", "/keys/reroll", old, "").expect(t, http.StatusUnauthorized, "INVALID_API_KEY")
 		h.do(t, "GET", "/api/data", fresh, "").expect(t, http.StatusOK, "")
-		if k := h.stored(t, id); *k.Remaining != 6 || k.Hash != apikey.Hash(fresh) {
+		if k := h.stored(t, id); *k.Remaining != 6 || k.Hash != keystore.Hash(fresh) {
 			t.Errorf("stored remaining %d, hash %q; want 6 and the new key's hash", *k.Remaining, k.Hash)
 		}
 	})
