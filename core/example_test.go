@@ -85,3 +85,41 @@ func ExampleNaming() {
 	// apikeyLimit(id, key, keyId, owner, name, max, window, count, windowStart)
 	// apikeyRefill(id, keyId, day, timeOfDay, location)
 }
+
+// A rate limiter that does not know a window's start learns it, with the
+// new count, from the write that admits: count + 1 while the window (its
+// start in lastRequest) is live and has room.
+func ExampleDB_IncrementPair() {
+	ctx := context.Background()
+	db, err := core.New(memory.New())
+	if err != nil {
+		panic(err)
+	}
+	const start, now, window, max = 1_000, 1_500, 1_000, 3
+	if _, err := db.Create(ctx, core.ModelRateLimit, map[string]any{"key": "client-1", "count": 1, "lastRequest": start}); err != nil {
+		panic(err)
+	}
+	admit := core.PairRequest{
+		Model: core.ModelRateLimit, Where: []core.Where{core.Eq("key", "client-1")},
+		Field: "count", By: 1, Max: max,
+		Other: "lastRequest", OtherMin: now - window + 1, OtherMax: now,
+	}
+	for i := 1; i <= 3; i++ {
+		count, started, ok, err := db.IncrementPair(ctx, admit)
+		switch {
+		case err != nil:
+			panic(err)
+		case ok:
+			fmt.Printf("request %d: allowed, count %d, window ends at %d\n", i, count, started+window)
+		default:
+			fmt.Printf("request %d: denied\n", i)
+		}
+	}
+	// Output:
+	// request 1: allowed, count 2, window ends at 2000
+	// request 2: allowed, count 3, window ends at 2000
+	// request 3: denied
+}
+
+// A request IncrementPair cannot keep exact is refused, naming what is
+// wrong, before anything is written.
