@@ -336,3 +336,9 @@ func (d *dbStore) forgetRerolled(ctx context.Context, where core.Where) error {
 	_, err := d.db.DeleteMany(ctx, core.ModelRerolledKey, where)
 	return err
 }
+
+// anchorMarked reports whether s is marked as anchored, and so needs its
+// anchor (RefillAnchor, "" when it has none) to be decided on.
+func anchorMarked(s *keystore.Key) bool {
+	return s.RefillInterval == nil && s.RefillAmount != nil && *s.RefillAmount > 0
+}

@@ -31,12 +31,6 @@ import (
 // Since a verification reads the row before the anchor, an anchor it read
 // is the stored one whenever its write matches.
 
-// anchorMarked reports whether s is marked as anchored, and so needs its
-// anchor (RefillAnchor, "" when it has none) to be decided on.
-func anchorMarked(s *keystore.Key) bool {
-	return s.RefillInterval == nil && s.RefillAmount != nil && *s.RefillAmount > 0
-}
-
 // refillsUsable fails, naming the table and how to make it, when the
 // apikeyRefill table cannot be used.
 func (d *dbStore) refillsUsable(op string) error {

@@ -179,18 +179,3 @@ func sameZone(a, b *time.Location) bool {
 	}
 	return true
 }
-
-// Anchored returns the anchor of a key with an anchored refill: a
-// positive RefillAmount, no RefillInterval (an interval refill, the one
-// Better Auth applies, wins) and a RefillAnchor that reads back. A key
-// whose RefillAnchor is malformed has no refill.
-func (k *Key) Anchored() (Anchor, bool) {
-	if k.RefillAnchor == nil || k.RefillInterval != nil || k.RefillAmount == nil || *k.RefillAmount <= 0 {
-		return Anchor{}, false
-	}
-	var a Anchor
-	if a.UnmarshalText([]byte(*k.RefillAnchor)) != nil {
-		return Anchor{}, false
-	}
-	return a, true
-}

@@ -1,6 +1,10 @@
 package keystore
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+)
 
 // Key is an API key as it is stored: the fields of the apikey model
 // (SPEC section 6) under their logical names, with every time as epoch
@@ -68,6 +72,21 @@ func (k *Key) Refillable() bool {
 	return ok
 }
 
+// Anchored returns the anchor of a key with an anchored refill: a
+// positive RefillAmount, no RefillInterval (an interval refill, the one
+// Better Auth applies, wins) and a RefillAnchor that reads back. A key
+// whose RefillAnchor is malformed has no refill.
+func (k *Key) Anchored() (Anchor, bool) {
+	if k.RefillAnchor == nil || k.RefillInterval != nil || k.RefillAmount == nil || *k.RefillAmount <= 0 {
+		return Anchor{}, false
+	}
+	var a Anchor
+	if a.UnmarshalText([]byte(*k.RefillAnchor)) != nil {
+		return Anchor{}, false
+	}
+	return a, true
+}
+
 // OpensWith reports whether the key presented with the given hash opens k
 // at now, epoch ms (rule 0 of [Apply]): "" and k's own hash always do, an
 // earlier hash while its grace lasts.
@@ -130,4 +149,26 @@ func encodeMap[V any](m map[string]V) *string {
 	b, _ := json.Marshal(m) // of int64 fields: cannot fail
 	s := string(b)
 	return &s
+}
+
+// hashBuf holds any key that apikey's Create makes (a prefix of at most 32
+// bytes and 64 letters) on the stack while it is hashed.
+const hashBuf = 32 + 64
+
+// Hash returns the stored form of a plaintext key, the [Key.Key] that
+// storages find a key by: SHA-256, base64url without padding. It is Better
+// Auth's default, so keys created by either verify with the other.
+func Hash(key string) string {
+	var sum [sha256.Size]byte
+	if len(key) <= hashBuf {
+		// Copied to the stack: converting a key longer than 32 bytes
+		// would allocate.
+		var buf [hashBuf]byte
+		sum = sha256.Sum256(append(buf[:0], key...))
+	} else {
+		sum = sha256.Sum256([]byte(key))
+	}
+	var out [43]byte // base64 of 32 bytes, unpadded: encoded here, one allocation for the string
+	base64.RawURLEncoding.Encode(out[:], sum[:])
+	return string(out[:])
 }
