@@ -2,8 +2,10 @@ package adaptertest
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -16,12 +18,51 @@ import (
 // refills taken out of every guarded write: it drops the conditions on
 // lastRefillAt, as a verifier would that planned an anchored refill
 // without guarding it. Everything else is kept, so only a refill that
-// several callers plan at once can expose it.
-type unguardedRefill struct{ *memory.Memory }
+// several callers plan at once can expose it. So that they do in every
+// run, the first refill write waits for a second one (pair), which then
+// was planned from the same spent state: the race the case exists for
+// happens for certain rather than when the scheduler allows it.
+type unguardedRefill struct {
+	*memory.Memory
+	pair *refillPair
+}
+
+// refillPair holds the first refill write until a second arrives, once.
+type refillPair struct {
+	once    sync.Once
+	arrived chan struct{}
+}
+
+// meet is the first caller's wait for the second, or the second's arrival.
+// A run with a single refill write (some future verifier that plans no
+// concurrent refills) waits a minute, then lets it through: the proof then
+// fails with its own message instead of hanging.
+func (p *refillPair) meet(ctx context.Context) {
+	first := false
+	p.once.Do(func() { first = true })
+	if !first {
+		select {
+		case p.arrived <- struct{}{}:
+		default: // the pair has met
+		}
+		return
+	}
+	select {
+	case <-p.arrived:
+	case <-ctx.Done():
+	case <-time.After(time.Minute):
+	}
+}
 
 func (a unguardedRefill) IncrementOne(ctx context.Context, t *driver.Table, where []driver.Where, inc []driver.Delta, set []driver.Assignment) (driver.Record, error) {
 	if t.Model == core.ModelAPIKey {
 		c, _ := t.Column("lastRefillAt")
+		for _, s := range set {
+			if s.Column == c.Name {
+				a.pair.meet(ctx)
+				break
+			}
+		}
 		kept := make([]driver.Where, 0, len(where))
 		for _, w := range where {
 			if w.Column != c.Name {
@@ -33,10 +74,13 @@ func (a unguardedRefill) IncrementOne(ctx context.Context, t *driver.Table, wher
 	return a.Memory.IncrementOne(ctx, t, where, inc, set)
 }
 
-type unguardedRefillHarness struct{ m *memory.Memory }
+type unguardedRefillHarness struct {
+	m    *memory.Memory
+	pair *refillPair
+}
 
 func (h unguardedRefillHarness) MakeAdapter(context.Context, *core.Schema) (driver.Adapter, error) {
-	return unguardedRefill{h.m}, nil
+	return unguardedRefill{h.m, h.pair}, nil
 }
 
 func (h unguardedRefillHarness) MakePeer(ctx context.Context, s *core.Schema) (driver.Adapter, error) {
@@ -55,7 +99,7 @@ func TestAnchoredRefillRaceCaught(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := caseNamed(t, apiKeyCases(), name)
 			rec := runRecorded(t, func(context.Context, *testing.T) (Harness, error) {
-				return unguardedRefillHarness{memory.New()}, nil
+				return unguardedRefillHarness{memory.New(), &refillPair{arrived: make(chan struct{})}}, nil
 			}, c)
 			require.False(t, rec.Skipped(), "the case skipped: %v", rec.messages)
 			require.True(t, rec.Failed(), "an adapter without the refill's guard passed %s\ncontract: %s", c.name, c.contract)
