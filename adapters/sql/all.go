@@ -65,9 +65,17 @@ const (
 	allOK   = "sluice_ok"
 )
 
-// renderAll writes IncrementAll's statement (see IncrementAll).
+// renderAll writes IncrementAll's statement (see IncrementAll), part by
+// part: l locks, c and o judge, u writes, then the answer.
 func (b *builder) renderAll(t *driver.Table, column string, writes []driver.RowWrite) {
-	pk := t.PrimaryKey().Name
+	b.renderAllLocked(t, column, writes)
+	b.renderAllCases(column, writes)
+	b.renderAllUpdate(t, writes)
+	b.write(" SELECT c.*, o." + allOK + " FROM c, o")
+}
+
+// renderAllLocked writes l: the writes' rows, locked in key byte order.
+func (b *builder) renderAllLocked(t *driver.Table, column string, writes []driver.RowWrite) {
 	b.write("WITH l AS MATERIALIZED (SELECT ")
 	b.columns(t)
 	b.write(" FROM ")
@@ -84,10 +92,15 @@ func (b *builder) renderAll(t *driver.Table, column string, writes []driver.RowW
 	b.write(") ORDER BY ")
 	b.ident(column)
 	b.write(b.t.lockAllOrder)
-	b.write(" FOR UPDATE")
+	b.write(" FOR UPDATE)")
+}
 
-	// c: the index of the first case that holds, numbered across writes.
-	b.write("), c AS (SELECT l.*, CASE")
+// renderAllCases writes c, each locked row with the index of the first
+// case that holds on it (numbered across writes, -1 for none), and o,
+// whether every write found its row and a case that holds, or may go
+// without.
+func (b *builder) renderAllCases(column string, writes []driver.RowWrite) {
+	b.write(", c AS (SELECT l.*, CASE")
 	n := 0
 	for _, w := range writes {
 		for _, cs := range w.Cases {
@@ -115,43 +128,22 @@ func (b *builder) renderAll(t *driver.Table, column string, writes []driver.RowW
 		}
 	}
 	b.write(") AS " + allOK + " FROM c)")
+}
 
-	// u: each column any case writes, by the case that holds.
+// renderAllUpdate writes u: each column any case writes, set by the case
+// that holds on the row, and only when o found every write admitted.
+func (b *builder) renderAllUpdate(t *driver.Table, writes []driver.RowWrite) {
+	pk := t.PrimaryKey().Name
 	b.write(", u AS (UPDATE ")
 	b.ident(t.Name)
 	b.write(" AS sluice_t SET ")
-	first := true
-	for _, col := range writtenColumns(writes) {
-		if !first {
+	for i, col := range writtenColumns(writes) {
+		if i > 0 {
 			b.write(", ")
 		}
-		first = false
 		b.ident(col)
 		b.write(" = CASE c." + allCase)
-		n = 0
-		for _, w := range writes {
-			for _, cs := range w.Cases {
-				n++
-				for _, d := range cs.Inc {
-					if d.Column == col {
-						fmt.Fprintf(&b.sb, " WHEN %d THEN sluice_t.", n)
-						b.ident(col)
-						b.write(" + ")
-						b.arg(d.By)
-					}
-				}
-				for _, s := range cs.Set {
-					if s.Column == col {
-						fmt.Fprintf(&b.sb, " WHEN %d THEN ", n)
-						if s.Value == nil {
-							b.write("NULL")
-						} else {
-							b.arg(s.Value)
-						}
-					}
-				}
-			}
-		}
+		b.renderAllColumnCases(col, writes)
 		b.write(" ELSE sluice_t.")
 		b.ident(col)
 		b.write(" END")
@@ -160,7 +152,36 @@ func (b *builder) renderAll(t *driver.Table, column string, writes []driver.RowW
 	b.ident(pk)
 	b.write(" = c.")
 	b.ident(pk)
-	b.write(" AND c." + allCase + " >= 0 AND o." + allOK + " RETURNING 1) SELECT c.*, o." + allOK + " FROM c, o")
+	b.write(" AND c." + allCase + " >= 0 AND o." + allOK + " RETURNING 1)")
+}
+
+// renderAllColumnCases writes, for one column, a WHEN for every case
+// that increments or sets it, numbered as renderAllCases numbered them.
+func (b *builder) renderAllColumnCases(col string, writes []driver.RowWrite) {
+	n := 0
+	for _, w := range writes {
+		for _, cs := range w.Cases {
+			n++
+			for _, d := range cs.Inc {
+				if d.Column == col {
+					fmt.Fprintf(&b.sb, " WHEN %d THEN sluice_t.", n)
+					b.ident(col)
+					b.write(" + ")
+					b.arg(d.By)
+				}
+			}
+			for _, s := range cs.Set {
+				if s.Column == col {
+					fmt.Fprintf(&b.sb, " WHEN %d THEN ", n)
+					if s.Value == nil {
+						b.write("NULL")
+					} else {
+						b.arg(s.Value)
+					}
+				}
+			}
+		}
+	}
 }
 
 // writtenColumns lists, once each and in first-seen order, the columns
