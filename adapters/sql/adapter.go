@@ -72,9 +72,12 @@ type Features struct {
 	// for itself (SET STATEMENT wsrep_sync_wait=1 FOR …), until the node
 	// has applied every commit certified before them: a key created on one
 	// node is found at once on every other, never a false INVALID or a
-	// false denial. Writes need no wait: certification orders them. Each
-	// transaction of the engine's own also checks, before COMMIT, that
-	// the node has not aborted it (see stillInTransaction).
+	// false denial. Inside a transaction the node ignores the wait, so each
+	// transaction of the engine's own starts only once the node has caught
+	// up, and an autocommit write that matched nothing runs once more
+	// after it has (see catchUp); each such transaction also checks,
+	// before COMMIT, that the node has not aborted it (see
+	// stillInTransaction).
 	CausalReads bool
 }
 
@@ -179,6 +182,9 @@ func (a *Adapter) inTransaction(ctx context.Context, fn func(tx *Adapter) error)
 	if !ok {
 		return fmt.Errorf("%w: %s: executor %T cannot begin a transaction", core.ErrUnsupported, a.e.name(), a.x)
 	}
+	if err := a.catchUp(ctx); err != nil {
+		return err
+	}
 	driver.AddRoundTrips(ctx, 2) // BEGIN, and COMMIT or ROLLBACK
 	tx, err := b.Begin(ctx)
 	if err != nil {
@@ -243,31 +249,4 @@ func (a *Adapter) writeTx(ctx context.Context, fn func(tx *Adapter) error) error
 		return a.e.mapErr(fn(a))
 	}
 	return a.retry(ctx, func() error { return a.inTransaction(ctx, fn) })
-}
-
-// errClusterAborted is stillInTransaction's finding: retryable, as a
-// deadlock is (see classify), since nothing of the transaction took effect.
-var errClusterAborted = errors.New("the cluster aborted the transaction (no longer in it before COMMIT)")
-
-// stillInTransaction, on a Galera node (Features.CausalReads), asks the
-// server whether the engine's transaction is still open before it is
-// committed. A node that aborted the transaction for another node's
-// conflicting write set while the client sat between two statements could
-// let the statements after it run outside the transaction, each on its
-// own, so that COMMIT had nothing to commit and succeeded: through core's
-// fallback and the policies' transactions, across nodes, one caller too
-// many was admitted in most runs. Such a transaction is a conflict
-// (core.ErrContention), retried as a whole by whoever runs it.
-func (a *Adapter) stillInTransaction(ctx context.Context) error {
-	if !a.e.features.CausalReads {
-		return nil
-	}
-	n, err := a.scalar(ctx, "SELECT @@in_transaction", nil)
-	if err != nil {
-		return a.e.mapErr(err)
-	}
-	if n == 0 {
-		return fmt.Errorf("%w: %s: %w", core.ErrContention, a.e.name(), errClusterAborted)
-	}
-	return nil
 }

@@ -35,11 +35,6 @@ func (b *builder) read(s string) {
 	b.write(s)
 }
 
-// causalReadPrefix makes one MariaDB Galera statement causal: the node
-// waits until it has applied every write set certified before it began
-// (wsrep_sync_wait bit 1: reads), for this statement alone.
-const causalReadPrefix = "SET STATEMENT wsrep_sync_wait=1 FOR "
-
 func (b *builder) write(s string) {
 	if !b.argsOnly {
 		b.sb.WriteString(s)

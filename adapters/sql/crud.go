@@ -228,6 +228,8 @@ func (b *builder) firstMatch(t *driver.Table, where []driver.Where) {
 }
 
 // Delete removes at most one matching row, the first in primary-key order.
+// On a Galera node a miss is run once more after the node caught up
+// (rerunAfterMiss).
 func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Where) (bool, error) {
 	b := a.newBuilder()
 	b.write("DELETE FROM ")
@@ -247,8 +249,11 @@ func (a *Adapter) Delete(ctx context.Context, t *driver.Table, where []driver.Wh
 			b.conds(where)
 		}
 	}
-	n, err := retried(a, ctx, func() (int64, error) { return a.exec(ctx, b.sb.String(), b.args) })
-	return n > 0, err
+	_, ok, err := rerunAfterMiss(a, ctx, func() (int64, bool, error) {
+		n, err := retried(a, ctx, func() (int64, error) { return a.exec(ctx, b.sb.String(), b.args) })
+		return n, n > 0, err
+	})
+	return ok, err
 }
 
 // DeleteMany removes every matching row and returns how many. On MySQL

@@ -284,17 +284,23 @@ func (a *Adapter) incrementLastID(ctx context.Context, t *driver.Table, where []
 
 // execLastID runs a MySQL UPDATE that sets LAST_INSERT_ID(expr) on the row
 // it changes, and answers expr's value from the OK packet, with ok == false
-// when it changed no row. Deadlock victims are retried.
+// when it changed no row. Deadlock victims are retried, and on a Galera
+// node a miss is run once more after the node caught up (rerunAfterMiss).
 func (a *Adapter) execLastID(ctx context.Context, q string, args []any) (int64, bool, error) {
 	q, args, err := a.inlined(q, args)
 	if err != nil {
 		return 0, false, err
 	}
+	return rerunAfterMiss(a, ctx, func() (int64, bool, error) { return a.runLastID(ctx, q, args) })
+}
+
+// runLastID is one run of execLastID's statement, its deadlock victims retried.
+func (a *Adapter) runLastID(ctx context.Context, q string, args []any) (int64, bool, error) {
 	var (
 		value int64
 		ok    bool
 	)
-	err = a.retry(ctx, func() error {
+	err := a.retry(ctx, func() error {
 		driver.AddRoundTrips(ctx, 1)
 		res, err := a.x.Exec(ctx, q, args...)
 		if err != nil {

@@ -36,7 +36,7 @@ func (a *Adapter) deleteManyByKey(ctx context.Context, t *driver.Table, where []
 	)
 	for {
 		sel := a.newBuilder()
-		sel.write("SELECT ")
+		sel.read("SELECT ")
 		sel.ident(pk)
 		sel.write(" FROM ")
 		sel.ident(t.Name)

@@ -174,15 +174,17 @@ func (a *Adapter) guardedUpdate(ctx context.Context, t *driver.Table, id int64, 
 			b.guard(g)
 		}
 	})
+	uq, uargs, err := a.inlined(uq, uargs)
+	if err != nil {
+		return 0, 0, err
+	}
 	if answered >= 0 {
-		value, ok, err := a.execLastID(ctx, uq, uargs)
+		// runLastID, not execLastID: the row was read causally, so a miss
+		// is a change since the read, which no catching up undoes.
+		value, ok, err := a.runLastID(ctx, uq, uargs)
 		if ok {
 			return 1, value, err
 		}
-		return 0, 0, err
-	}
-	uq, uargs, err := a.inlined(uq, uargs)
-	if err != nil {
 		return 0, 0, err
 	}
 	n, err := retried(a, ctx, func() (int64, error) { return a.exec(ctx, uq, uargs) })
