@@ -10,6 +10,7 @@ import (
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
+	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // DefaultHeader is the request header [APIKey] reads the key from when
@@ -35,7 +36,31 @@ type APIKeyConfig struct {
 	// denials), with the request, before the middleware answers 499, 500
 	// or 503.
 	OnError func(r *http.Request, err error)
+	// Headers chooses the rate-limit headers of a 429, as
+	// [RateLimitConfig].Headers does: [HeadersDefault] (the zero value),
+	// [HeadersIETF], [HeadersLegacy] or [HeadersNone]. The key's window is
+	// the policy "rate-limit" (q its Max, w its window), its quota the
+	// policy "quota" (q the refill amount, w the refill interval; no w for
+	// an anchored refill, no policy member and no t for a quota that never
+	// refills):
+	//
+	//	RateLimit-Policy: "rate-limit";q=100;w=60
+	//	RateLimit: "rate-limit";r=0;t=17
+	Headers HeaderStyle
+	// ProblemDetails, when true, answers a 429 with an RFC 9457
+	// application/problem+json body ([Problem]) of the draft's
+	// quota-exceeded type, its violated-policies "rate-limit" or "quota"
+	// and its code the Result's (apikey.CodeRateLimited or
+	// apikey.CodeUsageExceeded), instead of the JSON [ErrorBody]. Other
+	// answers keep their ErrorBody.
+	ProblemDetails bool
 }
+
+// The policies an API key's 429 names (see [APIKeyConfig].Headers).
+const (
+	keyWindowPolicy = "rate-limit"
+	keyQuotaPolicy  = "quota"
+)
 
 type ctxKey struct{}
 
@@ -58,13 +83,15 @@ func KeyFromContext(ctx context.Context) (*apikey.Key, bool) {
 //
 // Every 401 carries WWW-Authenticate: ApiKey header="x-api-key" (naming
 // the configured header), so a client learns where the key goes. Every 429
-// carries the headers of [RateLimit] that apply to the key:
-// RateLimit-Limit (the per-key maximum, or for an exhausted quota the
-// refill amount), RateLimit-Remaining (what the window or the quota has
-// left), and, when the key can be used again, RateLimit-Reset,
-// Retry-After and X-Retry-After in whole seconds, rounded up. A quota
-// that never refills has neither, and no RateLimit-Limit: there is no time
-// or amount to announce.
+// carries the headers of [RateLimit] in the style [APIKeyConfig].Headers
+// chooses; by default RateLimit-Limit (the per-key maximum, or for an
+// exhausted quota the refill amount), RateLimit-Remaining (what the window
+// or the quota has left), and, when the key can be used again,
+// RateLimit-Reset, Retry-After and X-Retry-After in whole seconds, rounded
+// up. A quota that never refills has neither, and no RateLimit-Limit:
+// there is no time or amount to announce. With [HeadersIETF] the key's
+// window or quota is a policy of the draft's fields, and
+// [APIKeyConfig].ProblemDetails answers the 429 as problem details.
 //
 // A Manager not made by apikey.New or apikey.NewStorageOnly, an invalid
 // header name or a verify option Manager.Verify would refuse is an error
@@ -83,6 +110,9 @@ func APIKey(cfg APIKeyConfig) (func(http.Handler) http.Handler, error) {
 	}
 	if !isToken(cfg.Header) {
 		return nil, invalidf("APIKeyConfig.Header %q is not a header name", cfg.Header)
+	}
+	if !cfg.Headers.valid() {
+		return nil, invalidf("APIKeyConfig.Headers %v is not one of HeadersDefault, HeadersIETF, HeadersLegacy, HeadersNone", cfg.Headers)
 	}
 	verify := slices.Clone(cfg.Verify) // the caller may reuse its slice
 	challenge := `ApiKey header=` + quote(cfg.Header)
@@ -113,12 +143,14 @@ func APIKey(cfg APIKeyConfig) (func(http.Handler) http.Handler, error) {
 				fail(w, r, err)
 				return
 			}
-			if !res.Valid {
-				switch res.Status {
-				case http.StatusUnauthorized:
+			switch {
+			case res.Valid:
+			case res.Status == http.StatusTooManyRequests:
+				denyKey(w, cfg, res, m.Now())
+				return
+			default:
+				if res.Status == http.StatusUnauthorized {
 					w.Header().Set("WWW-Authenticate", challenge)
-				case http.StatusTooManyRequests:
-					setKeyLimitHeaders(w.Header(), res, m.Now())
 				}
 				writeError(w, ErrorBody{Code: string(res.Code), Message: res.Code.Message(), Status: res.Status,
 					RetryAfter: seconds(res.TryAgainIn)})
@@ -129,30 +161,54 @@ func APIKey(cfg APIKeyConfig) (func(http.Handler) http.Handler, error) {
 	}, nil
 }
 
-// setKeyLimitHeaders describes a 429 in [RateLimit]'s RateLimit-* headers
-// (Retry-After comes with the body). The key is the one the denial read:
-// its window or quota as of the decision.
-func setKeyLimitHeaders(h http.Header, res apikey.Result, now time.Time) {
-	limit, left, reset := int64(-1), int64(-1), int64(-1)
+// denyKey answers a 429 of the key's window or quota, decided at now, in
+// the configured headers and body, which describe it as [RateLimit]
+// describes a denial (see keyDenial).
+func denyKey(w http.ResponseWriter, cfg APIKeyConfig, res apikey.Result, now time.Time) {
+	rule, d := keyDenial(res, now)
+	cfg.Headers.SetHeaders(w.Header(), rule, d, now)
+	if cfg.ProblemDetails {
+		p := quotaExceeded(rule, d, now)
+		p.Code = string(res.Code)
+		writeProblem(w, p)
+		return
+	}
+	writeBody(w, ErrorBody{Code: string(res.Code), Message: res.Code.Message(), Status: res.Status,
+		RetryAfter: retryAfter(d, d.PerRuleOf(rule), now)})
+}
+
+// keyDenial is a key's 429 as the rule and the denial [HeaderStyle]
+// writes: the key's window (keyWindowPolicy: its Max, what it has left)
+// or its quota (keyQuotaPolicy: the refill amount, what is left), as of
+// the decision, with the Result's TryAgainIn as RetryAfter and as the
+// time from now to Reset. A quota that never refills has no limit (-1)
+// and no Reset: nothing to announce.
+func keyDenial(res apikey.Result, now time.Time) (ratelimit.Rule, ratelimit.Decision) {
+	rule := ratelimit.Rule{Name: keyQuotaPolicy}
+	if res.Code == apikey.CodeRateLimited {
+		rule.Name = keyWindowPolicy
+	}
+	d := ratelimit.Decision{Limit: -1, RetryAfter: max(res.TryAgainIn, 0)}
 	switch k := res.Key; {
 	case k == nil: // a 429 always comes with the key it read; without one only the time is known
 	case res.Code == apikey.CodeRateLimited:
-		limit, left = k.RateLimit.Max, k.RateLimit.Max // a window that is over (the request alone costs more than the maximum)
+		rule.Window, rule.Max = k.RateLimit.Window, k.RateLimit.Max
+		d.Limit, d.Remaining = k.RateLimit.Max, k.RateLimit.Max // a window that is over (the request alone costs more than the maximum)
 		if !k.LastRequest.IsZero() && k.LastRequest.Add(k.RateLimit.Window).After(now) {
-			left = max(k.RateLimit.Max-k.RequestCount, 0)
+			d.Remaining = max(k.RateLimit.Max-k.RequestCount, 0)
 		}
 	case res.Code == apikey.CodeUsageExceeded:
 		if k.Refill != (apikey.Refill{}) {
-			limit = k.Refill.Amount
+			rule.Max, rule.Window, d.Limit = k.Refill.Amount, k.Refill.Interval, k.Refill.Amount
 		}
 		if k.Remaining != nil {
-			left = max(*k.Remaining, 0)
+			d.Remaining = max(*k.Remaining, 0)
 		}
 	}
-	if res.TryAgainIn > 0 {
-		reset = seconds(res.TryAgainIn)
+	if d.RetryAfter > 0 {
+		d.Reset = now.Add(d.RetryAfter)
 	}
-	setRateLimit(h, limit, left, reset)
+	return rule, d
 }
 
 // quote makes s an HTTP quoted-string (RFC 9110, section 5.6.4).

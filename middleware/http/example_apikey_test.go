@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"time"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
@@ -70,4 +71,34 @@ func ExampleAPIKeyConfig_verify() {
 	// Output:
 	// 200 stored; 3 left
 	// 403 {"code":"INSUFFICIENT_PERMISSIONS","message":"API key lacks a required permission","status":403}
+}
+
+// With HeadersIETF and ProblemDetails a key's 429 carries the draft's
+// fields, its window the policy "rate-limit", and an RFC 9457 body.
+func ExampleAPIKeyConfig_headers() {
+	ctx := context.Background()
+	db, _ := core.New(memory.New())
+	keys, _ := apikey.New(db)
+	key, _, _ := keys.Create(ctx, apikey.CreateParams{ReferenceID: "u",
+		RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Minute, Max: 1}})
+
+	mw, err := sluicehttp.APIKey(sluicehttp.APIKeyConfig{Manager: keys, Headers: sluicehttp.HeadersIETF, ProblemDetails: true})
+	if err != nil {
+		panic(err)
+	}
+	api := mw(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "ok") }))
+	for range 2 {
+		req := httptest.NewRequest(http.MethodGet, "/", nil)
+		req.Header.Set(sluicehttp.DefaultHeader, key)
+		rec := httptest.NewRecorder()
+		api.ServeHTTP(rec, req)
+		fmt.Println(rec.Code, strings.TrimSpace(rec.Body.String()))
+		if rec.Code == http.StatusTooManyRequests {
+			fmt.Println(rec.Header().Get("RateLimit-Policy"), "|", rec.Header().Get("RateLimit"), "| Retry-After", rec.Header().Get("Retry-After"))
+		}
+	}
+	// Output:
+	// 200 ok
+	// 429 {"type":"https://iana.org/assignments/http-problem-types#quota-exceeded","title":"Request cannot be satisfied as assigned quota has been exceeded","status":429,"detail":"Too many requests. Please try again in 60 seconds.","violated-policies":["rate-limit"],"code":"RATE_LIMITED","retryAfter":60}
+	// "rate-limit";q=1;w=60 | "rate-limit";r=0;t=60 | Retry-After 60
 }

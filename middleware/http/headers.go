@@ -90,48 +90,71 @@ func (s HeaderStyle) valid() bool { return s >= HeadersDefault && s <= HeadersNo
 // (d.PerRuleOf(rule)), in the policy's order, named by the rule's Name
 // ("default" for a lone unnamed rule); the other styles describe the
 // binding rule (d's own Limit, Remaining and Reset).
+//
+// A negative Limit is unknown and a zero Reset is none, as an API key's
+// quota that never refills has neither ([APIKey]): their headers and
+// parameters are left out (RateLimit-Limit, the member of
+// RateLimit-Policy, RateLimit-Reset, t), and a denial with no reset and
+// no RetryAfter names no time, so it carries no Retry-After.
 func (s HeaderStyle) SetHeaders(h http.Header, rule ratelimit.Rule, d ratelimit.Decision, now time.Time) {
 	switch s {
 	case HeadersDefault:
-		setRateLimit(h, d.Limit, d.Remaining, seconds(d.Reset.Sub(now)))
+		reset := int64(-1)
+		if !d.Reset.IsZero() {
+			reset = seconds(d.Reset.Sub(now))
+		}
+		setRateLimit(h, d.Limit, d.Remaining, reset)
 	case HeadersIETF:
 		policy, limit := ietfFields(d.PerRuleOf(rule), now)
 		h.Set("RateLimit-Policy", policy)
 		h.Set("RateLimit", limit)
 	case HeadersLegacy:
-		h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+		if d.Limit >= 0 {
+			h.Set("X-RateLimit-Limit", strconv.FormatInt(d.Limit, 10))
+		}
 		h.Set("X-RateLimit-Remaining", strconv.FormatInt(d.Remaining, 10))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt((d.Reset.UnixMilli()+999)/1000, 10))
+		if !d.Reset.IsZero() {
+			h.Set("X-RateLimit-Reset", strconv.FormatInt((d.Reset.UnixMilli()+999)/1000, 10))
+		}
 	default:
 		return
 	}
-	if !d.Allowed {
-		secs := strconv.FormatInt(retryAfter(d, d.PerRuleOf(rule), now), 10)
-		h.Set("Retry-After", secs)
+	if secs := retryAfter(d, d.PerRuleOf(rule), now); !d.Allowed && secs > 0 {
+		h.Set("Retry-After", strconv.FormatInt(secs, 10))
 		if s == HeadersDefault {
-			h.Set("X-Retry-After", secs)
+			h.Set("X-Retry-After", strconv.FormatInt(secs, 10))
 		}
 	}
 }
 
 // ietfFields are the RateLimit-Policy and RateLimit fields of d: for each
 // rule, "name";q=Max;w=Window and "name";r=Remaining;t=Reset, with w only
-// for a window of whole seconds and ;sluice-shadow after a shadow rule's.
+// for a window of whole seconds, ;sluice-shadow after a shadow rule's, no
+// policy member for an unknown Limit (negative) and no t without a Reset.
 func ietfFields(rules []ratelimit.RuleDecision, now time.Time) (policy, limit string) {
 	var p, l strings.Builder
 	for i, r := range rules {
 		if i > 0 {
-			p.WriteString(", ")
 			l.WriteString(", ")
 		}
 		name := quoteSF(r.Name)
-		p.WriteString(name + ";q=" + strconv.FormatInt(max(r.Limit, 0), 10))
-		if w := r.Rule.Window; w > 0 && w%time.Second == 0 {
-			p.WriteString(";w=" + strconv.FormatInt(int64(w/time.Second), 10))
+		if r.Limit >= 0 {
+			if p.Len() > 0 {
+				p.WriteString(", ")
+			}
+			p.WriteString(name + ";q=" + strconv.FormatInt(r.Limit, 10))
+			if w := r.Rule.Window; w > 0 && w%time.Second == 0 {
+				p.WriteString(";w=" + strconv.FormatInt(int64(w/time.Second), 10))
+			}
+			if r.Shadow {
+				p.WriteString(";" + ShadowParam)
+			}
 		}
-		l.WriteString(name + ";r=" + strconv.FormatInt(max(r.Remaining, 0), 10) + ";t=" + strconv.FormatInt(seconds(r.Reset.Sub(now)), 10))
+		l.WriteString(name + ";r=" + strconv.FormatInt(max(r.Remaining, 0), 10))
+		if !r.Reset.IsZero() {
+			l.WriteString(";t=" + strconv.FormatInt(seconds(r.Reset.Sub(now)), 10))
+		}
 		if r.Shadow {
-			p.WriteString(";" + ShadowParam)
 			l.WriteString(";" + ShadowParam)
 		}
 	}
@@ -164,8 +187,13 @@ func (s HeaderStyle) checkRule(where string, rule ratelimit.Rule) error {
 // retryAfter is how long a denied client waits, in whole seconds rounded
 // up and at least 1: the longest wait of the rules that deny, and never
 // less than any of their t (seconds until Reset), so that Retry-After
-// never points before the end of a denying rule's effective window.
+// never points before the end of a denying rule's effective window. A
+// denial that names no time (no RetryAfter, no Reset: a quota that never
+// refills) has none: 0.
 func retryAfter(d ratelimit.Decision, rules []ratelimit.RuleDecision, now time.Time) int64 {
+	if d.RetryAfter <= 0 && d.Reset.IsZero() {
+		return 0
+	}
 	secs := max(seconds(d.RetryAfter), 1)
 	for _, r := range rules {
 		if !r.Allowed && !r.Shadow {

@@ -15,7 +15,8 @@ import (
 const QuotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
 
 // Problem is the RFC 9457 problem details body (application/problem+json)
-// of a denial when [RateLimitConfig].ProblemDetails is set:
+// of a denial when [RateLimitConfig].ProblemDetails or
+// [APIKeyConfig].ProblemDetails is set:
 //
 //	{"type":"https://iana.org/assignments/http-problem-types#quota-exceeded",
 //	 "title":"Request cannot be satisfied as assigned quota has been exceeded",
@@ -41,12 +42,15 @@ type Problem struct {
 func quotaExceeded(rule ratelimit.Rule, d ratelimit.Decision, now time.Time) Problem {
 	rules := d.PerRuleOf(rule)
 	secs := retryAfter(d, rules, now)
-	unit := " seconds."
-	if secs == 1 {
-		unit = " second."
+	detail := "Too many requests."
+	switch {
+	case secs == 1:
+		detail = "Too many requests. Please try again in 1 second."
+	case secs > 1:
+		detail = "Too many requests. Please try again in " + strconv.FormatInt(secs, 10) + " seconds."
 	}
 	return Problem{Type: QuotaExceededType, Title: "Request cannot be satisfied as assigned quota has been exceeded",
-		Status: http.StatusTooManyRequests, Detail: "Too many requests. Please try again in " + strconv.FormatInt(secs, 10) + unit,
+		Status: http.StatusTooManyRequests, Detail: detail,
 		ViolatedPolicies: violated(rules), Code: CodeRateLimited, RetryAfter: secs}
 }
 
