@@ -1,7 +1,10 @@
 // Command galera measures sluice on a MariaDB Galera cluster, side by side
 // in one run, as ratios: every cell runs for -duration, the cells of a
-// round one after another, the rounds interleaved, and each ratio is the
-// median of the rounds' ratios.
+// round one after another (in reverse order every other round, so that no
+// cell always follows the same one: a cell leaves the cluster's appliers
+// and flow control busy for the next), the rounds interleaved, and each
+// ratio is the median of the rounds' ratios. -cpuprofile writes the
+// client's CPU profile.
 //
 //	eval "$(DIR=$(mktemp -d) bash scripts/galera/start.sh)"
 //	go run ./bench/galera -plain 'root@tcp(127.0.0.1:3306)/test' > bench/results/galera.md
@@ -33,6 +36,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -50,12 +54,13 @@ import (
 
 var (
 	duration   = flag.Duration("duration", 2*time.Second, "how long each cell runs in each round")
-	rounds     = flag.Int("rounds", 3, "interleaved rounds")
+	rounds     = flag.Int("rounds", 4, "interleaved rounds (even, so that each order runs as often)")
 	goroutines = flag.Int("goroutines", 8, "callers per node")
 	keys       = flag.Int("keys", 10000, "keys of the uniform cells")
 	dsnList    = flag.String("dsns", os.Getenv("SLUICE_GALERA_DSNS"), "the cluster's nodes, comma-separated")
 	plainDSN   = flag.String("plain", os.Getenv("SLUICE_MYSQL_DSN"), "one plain MariaDB server")
 	only       = flag.String("cells", "", "run only the cells whose name holds this text (the ratios of cells left out are not reported)")
+	cpuProfile = flag.String("cpuprofile", "", "write the client's CPU profile to this file")
 )
 
 // cell is one measured workload: op is one decision (or read) by caller g.
@@ -66,7 +71,19 @@ type cell struct {
 
 func main() {
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "galera:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "galera:", err)
 		os.Exit(1)
 	}
@@ -290,14 +307,19 @@ func hotUpdate(pools []*sql.DB, table string) func(ctx context.Context, g int) e
 	}
 }
 
-// measure runs every cell once per round, the rounds interleaved, and
+// measure runs every cell once per round (odd rounds in reverse order),
+// the rounds interleaved, and
 // returns each cell's operations per second in each round and, on the
 // cluster, its operations per write set committed; it logs every cell's
 // errors and the cluster's counters (see wsrep).
 func measure(ctx context.Context, cells []cell, callers int, nodes []*sql.DB) (res, per map[string][]float64) {
 	res, per = map[string][]float64{}, map[string][]float64{}
 	for r := range *rounds {
-		for _, c := range cells {
+		order := slices.Clone(cells)
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, c := range order {
 			if !strings.Contains(c.name, *only) {
 				continue
 			}
