@@ -3,12 +3,12 @@ package sqltest_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
+	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
 )
@@ -31,28 +31,7 @@ func TestAcceptancePolicyInTransactionsRace(t *testing.T) {
 
 func policyInTransactionsRace(t *testing.T, mode ratelimit.Mode, p ratelimit.Policy, n int) {
 	forEach(t, func(t *testing.T, e *env) {
-		now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
-		clock := ratelimit.WithClock(func() time.Time { return now })
-		peerSQL := e.b.open(t, e.dsn)
-		t.Cleanup(func() { _ = peerSQL.Close() })
-		pa, err := sluicesql.NewDB(e.ctx, peerSQL, e.b.dialect)
-		if err != nil {
-			t.Fatal(err)
-		}
-		peer, err := core.New(pa, core.WithSchema(e.schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dbs := []*core.DB{e.db, peer}
-		var limiters []*ratelimit.Limiter
-		for _, db := range dbs {
-			l, err := ratelimit.New(ratelimit.Database(db), clock, ratelimit.WithMode(mode))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = l.Close() })
-			limiters = append(limiters, l)
-		}
+		dbs, limiters := twoPoolLimiters(t, e, mode)
 		// One committed admission first, so that the key's rows exist: on
 		// MariaDB concurrent callers' transactions inserting a fresh key
 		// deadlock on the key index's gap locks, round after round (see
@@ -64,44 +43,16 @@ func policyInTransactionsRace(t *testing.T, mode ratelimit.Mode, p ratelimit.Pol
 			t.Fatal(err)
 		}
 		var committed, rolledBack, retried atomic.Int64
-		gate := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-gate
-				db, l := dbs[i%2], limiters[i%2]
-				for attempt := 0; ; attempt++ {
-					admitted := false
-					err := db.InTx(context.Background(), func(ctx context.Context, tx *core.DB) error {
-						d, err := l.In(tx).ConsumePolicy(ctx, "qa-tx", p, 1)
-						if err != nil {
-							return err
-						}
-						admitted = d.Allowed
-						if admitted && i%4 < 2 {
-							return errQARollback
-						}
-						return nil
-					})
-					switch {
-					case errors.Is(err, errQARollback):
-						rolledBack.Add(1)
-					case errors.Is(err, core.ErrContention) && attempt < 100:
-						retried.Add(1) // the database aborted the caller's transaction: repeat it
-						continue
-					case err != nil:
-						t.Errorf("request %d, attempt %d: %v", i, attempt, err)
-					case admitted:
-						committed.Add(1)
-					}
-					return
-				}
-			}()
-		}
-		close(gate)
-		wg.Wait()
+		adaptertest.Release(n, func(i int) {
+			c, r, retries := chargeInTx(t, dbs[i%2], limiters[i%2], p, i)
+			if c {
+				committed.Add(1)
+			}
+			if r {
+				rolledBack.Add(1)
+			}
+			retried.Add(int64(retries))
+		})
 		// Half the requests commit whatever they are admitted, more than
 		// the 5 the tight rule has left: exactly 5 commit admitted.
 		if got := committed.Load(); got != 5 {
@@ -116,4 +67,63 @@ func policyInTransactionsRace(t *testing.T, mode ratelimit.Mode, p ratelimit.Pol
 		}
 		t.Logf("%d admitted then rolled back, %d aborted and repeated", rolledBack.Load(), retried.Load())
 	})
+}
+
+// twoPoolLimiters is e's core.DB and one over a second pool, as two
+// servers would have, each with a limiter in mode on one fixed clock.
+func twoPoolLimiters(t *testing.T, e *env, mode ratelimit.Mode) ([]*core.DB, []*ratelimit.Limiter) {
+	now := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
+	clock := ratelimit.WithClock(func() time.Time { return now })
+	peerSQL := e.b.open(t, e.dsn)
+	t.Cleanup(func() { _ = peerSQL.Close() })
+	pa, err := sluicesql.NewDB(e.ctx, peerSQL, e.b.dialect)
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer, err := core.New(pa, core.WithSchema(e.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbs := []*core.DB{e.db, peer}
+	var limiters []*ratelimit.Limiter
+	for _, db := range dbs {
+		l, err := ratelimit.New(ratelimit.Database(db), clock, ratelimit.WithMode(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = l.Close() })
+		limiters = append(limiters, l)
+	}
+	return dbs, limiters
+}
+
+// chargeInTx is request i: a transaction on db charging p through l, one
+// of each two rolling back what it was admitted (i%4 < 2), repeated when
+// the database aborts it. It reports whether it committed an admission or
+// rolled one back, and how often it was repeated.
+func chargeInTx(t *testing.T, db *core.DB, l *ratelimit.Limiter, p ratelimit.Policy, i int) (committed, rolledBack bool, retries int) {
+	for attempt := 0; ; attempt++ {
+		admitted := false
+		err := db.InTx(context.Background(), func(ctx context.Context, tx *core.DB) error {
+			d, err := l.In(tx).ConsumePolicy(ctx, "qa-tx", p, 1)
+			if err != nil {
+				return err
+			}
+			admitted = d.Allowed
+			if admitted && i%4 < 2 {
+				return errQARollback
+			}
+			return nil
+		})
+		switch {
+		case errors.Is(err, errQARollback):
+			return false, true, attempt
+		case errors.Is(err, core.ErrContention) && attempt < 100:
+			continue // the database aborted the caller's transaction: repeat it
+		case err != nil:
+			t.Errorf("request %d, attempt %d: %v", i, attempt, err)
+			return false, false, attempt
+		}
+		return admitted, false, attempt
+	}
 }

@@ -2,11 +2,9 @@ package sqltest_test
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
-	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/apikey"
@@ -28,54 +26,17 @@ func TestGaleraCausalReadWaitsForALaggingNode(t *testing.T) {
 	defer cancel()
 	b := mysqlBackend(false)
 	s := core.MustSchema(uniqueNaming(), adaptertest.CounterModel())
-	open := func(dsn string, create bool) *apikey.Manager {
-		t.Helper()
-		pool := b.open(t, dsn)
-		t.Cleanup(func() { _ = pool.Close() })
-		if create {
-			createOn(t, ctx, pool, s)
-		}
-		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := core.New(a, core.WithSchema(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.FindOne(ctx, core.ModelAPIKey, core.Eq("key", "-")); err != nil { // the node has the tables
-			t.Fatal(err)
-		}
-		m, err := apikey.New(db)
+	verifier := func(dsn string, create bool) *apikey.Manager {
+		m, err := apikey.New(openNode(t, ctx, b, dsn, s, create))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
-	creator := open(dsns[0], true)
-	causal := open(dsns[1], false)
-	sep := "?"
-	if strings.Contains(dsns[1], "?") {
-		sep = "&"
-	}
-	plain := open(dsns[1]+sep+"wsrep_on=0", false)
-
-	lockPool := b.open(t, dsns[1])
-	t.Cleanup(func() { _ = lockPool.Close() })
-	lock, err := lockPool.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if _, err := lock.ExecContext(ctx, "FLUSH TABLES WITH READ LOCK"); err != nil {
-		t.Fatal(err)
-	}
-	locked := true
-	defer func() {
-		if locked {
-			_, _ = lock.ExecContext(context.WithoutCancel(ctx), "UNLOCK TABLES")
-		}
-	}()
+	creator := verifier(dsns[0], true)
+	causal := verifier(dsns[1], false)
+	plain := verifier(withParam(dsns[1], "wsrep_on=0"), false)
+	resume := pauseAppliers(t, ctx, b, dsns[1])
 
 	key, _, err := creator.Create(ctx, apikey.CreateParams{ReferenceID: "owner"})
 	if err != nil {
@@ -98,25 +59,8 @@ func TestGaleraCausalReadWaitsForALaggingNode(t *testing.T) {
 		r, err := causal.Verify(ctx, key)
 		done <- answer{r, err}
 	}()
-	// The causal read is waiting on node 2 before the node catches up.
-	watch := b.open(t, dsns[1])
-	t.Cleanup(func() { _ = watch.Close() })
-	for waiting := 0; waiting == 0; {
-		select {
-		case a := <-done:
-			t.Fatalf("the causal verification answered while node 2 lagged: %+v, %v", a.r, a.err)
-		case <-ctx.Done():
-			t.Fatal("the causal read never showed in node 2's process list")
-		case <-time.After(10 * time.Millisecond):
-		}
-		if err := watch.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE 'SET STATEMENT wsrep_sync_wait%'").Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := lock.ExecContext(ctx, "UNLOCK TABLES"); err != nil {
-		t.Fatal(err)
-	}
-	locked = false
+	awaitStatement(t, ctx, b, dsns[1], "SET STATEMENT wsrep_sync_wait%", done)
+	resume()
 	a := <-done
 	if a.err != nil || !a.r.Valid {
 		t.Fatalf("the causal verification on node 2 after it caught up: %+v, %v; want valid", a.r, a.err)

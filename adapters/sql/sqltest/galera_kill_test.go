@@ -16,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	sluicesql "github.com/sluice-go/sluice/adapters/sql"
 	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/ratelimit"
@@ -39,7 +38,6 @@ func TestGaleraNodeKilled(t *testing.T) {
 	_, dbs := galeraNodes(t, ctx, dsns)
 	victim := len(dbs) - 1
 	clock := adaptertest.NewClock(time.UnixMilli(1_767_225_600_000))
-	rule := ratelimit.Rule{Window: time.Hour, Max: 150}
 	var ls []*ratelimit.Limiter
 	for _, db := range dbs {
 		l, err := ratelimit.New(ratelimit.Database(db), ratelimit.WithClock(clock.Now))
@@ -49,8 +47,27 @@ func TestGaleraNodeKilled(t *testing.T) {
 		ls = append(ls, l)
 	}
 	keys := []string{"k0", "k1", "k2", "k3"}
-	// 3 nodes × 8 callers × 40 decisions, about twice the keys' budget; the
-	// node dies when a fifth of them are done.
+	rule := ratelimit.Rule{Window: time.Hour, Max: 150}
+	admitted := burstKillingANode(t, ctx, ls, keys, rule, victim, func() { kill(t, dir, victim) })
+	for k, key := range keys {
+		row, ok, err := dbs[0].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
+		if err != nil || !ok {
+			t.Fatalf("%s: %v %v", key, ok, err)
+		}
+		if n, c := admitted[k], row.Int("count"); n > rule.Max || c > rule.Max || c < n {
+			t.Errorf("%s: %d admitted, count %d stored, max %d: over-admitted or lost", key, n, c, rule.Max)
+		}
+	}
+	restart(t, ctx, dir, victim, dsns[victim])
+	checkRejoined(t, ctx, dbs, ls, victim, keys)
+}
+
+// burstKillingANode spreads 8 callers per limiter, 40 decisions each
+// (about twice the keys' budget), over keys, and calls kill when a fifth of
+// them are done. It returns how many each key admitted, and fails the test
+// when no call failed (the node did not die mid-burst) or when one failed
+// on a surviving node or with an error other than core.ErrUnavailable.
+func burstKillingANode(t *testing.T, ctx context.Context, ls []*ratelimit.Limiter, keys []string, rule ratelimit.Rule, victim int, kill func()) []int64 {
 	const callers, each = 8, 40
 	var done atomic.Int64
 	var killOnce sync.Once
@@ -61,7 +78,7 @@ func TestGaleraNodeKilled(t *testing.T) {
 		node := g % len(ls)
 		for i := range each {
 			if done.Add(1) == int64(len(ls)*callers*each/5) {
-				killOnce.Do(func() { kill(t, dir, victim) })
+				killOnce.Do(kill)
 			}
 			k := (g + i) % len(keys)
 			d, err := ls[node].Consume(ctx, keys[k], rule)
@@ -86,19 +103,19 @@ func TestGaleraNodeKilled(t *testing.T) {
 	if failed.Load() == 0 {
 		t.Errorf("no call failed: the node was not killed mid-burst")
 	}
-	for k, key := range keys {
-		row, ok, err := dbs[0].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
-		if err != nil || !ok {
-			t.Fatalf("%s: %v %v", key, ok, err)
-		}
-		if n, c := admitted[k].Load(), row.Int("count"); n > rule.Max || c > rule.Max || c < n {
-			t.Errorf("%s: %d admitted, count %d stored, max %d: over-admitted or lost", key, n, c, rule.Max)
-		}
+	t.Logf("%d calls failed with core.ErrUnavailable on the killed node", failed.Load())
+	counts := make([]int64, len(keys))
+	for k := range admitted {
+		counts[k] = admitted[k].Load()
 	}
-	t.Logf("%d calls failed with core.ErrUnavailable on the killed node; restarting it", failed.Load())
-	restart(t, ctx, dir, victim, dsns[victim])
-	// Back: the node's pool decides again, exactly, on the keys the others
-	// filled while it was away and on a fresh one.
+	return counts
+}
+
+// checkRejoined: the rejoined node reads what the others wrote while it
+// was away, and its pool decides again, exactly, with the others on a
+// fresh key.
+func checkRejoined(t *testing.T, ctx context.Context, dbs []*core.DB, ls []*ratelimit.Limiter, victim int, keys []string) {
+	t.Helper()
 	for _, key := range keys {
 		row, _, err := dbs[victim].FindOne(ctx, core.ModelRateLimit, core.Eq("key", key))
 		if err != nil {
@@ -109,8 +126,7 @@ func TestGaleraNodeKilled(t *testing.T) {
 			t.Errorf("%s: the rejoined node reads count %d, the others %d", key, row.Int("count"), want.Int("count"))
 		}
 	}
-	var after atomic.Int64
-	var afterErr atomic.Int64
+	var after, afterErr atomic.Int64
 	adaptertest.Release(64, func(g int) {
 		d, err := ls[(victim+g)%len(ls)].Consume(ctx, "fresh", ratelimit.Rule{Window: time.Hour, Max: 10})
 		if err != nil {
@@ -201,22 +217,7 @@ func galeraNodes(t *testing.T, ctx context.Context, dsns []string) ([]*sql.DB, [
 	var pools []*sql.DB
 	var dbs []*core.DB
 	for i, dsn := range dsns {
-		pool := b.open(t, dsn)
-		t.Cleanup(func() { _ = pool.Close() })
-		if i == 0 {
-			createOn(t, ctx, pool, s)
-		}
-		a, err := sluicesql.NewDB(ctx, pool, sluicesql.MySQL)
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := core.New(a, core.WithSchema(s))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := db.FindOne(ctx, core.ModelRateLimit, core.Eq("key", "-")); err != nil {
-			t.Fatal(err)
-		}
+		pool, db := openNodePool(t, ctx, b, dsn, s, i == 0)
 		pools, dbs = append(pools, pool), append(dbs, db)
 	}
 	return pools, dbs

@@ -2,6 +2,7 @@ package sqltest_test
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"strings"
 	"testing"
@@ -66,6 +67,13 @@ func TestGaleraTransactionWaitsForALaggingNode(t *testing.T) {
 // tables created first when create; it returns once the node has them.
 func openNode(t *testing.T, ctx context.Context, b backend, dsn string, s *core.Schema, create bool) *core.DB {
 	t.Helper()
+	_, db := openNodePool(t, ctx, b, dsn, s, create)
+	return db
+}
+
+// openNodePool is openNode with the pool under the core.DB.
+func openNodePool(t *testing.T, ctx context.Context, b backend, dsn string, s *core.Schema, create bool) (*sql.DB, *core.DB) {
+	t.Helper()
 	pool := b.open(t, dsn)
 	t.Cleanup(func() { _ = pool.Close() })
 	if create {
@@ -82,7 +90,7 @@ func openNode(t *testing.T, ctx context.Context, b backend, dsn string, s *core.
 	if _, _, err := db.FindOne(ctx, "counter", core.Eq("name", "-")); err != nil { // a causal read: the node has the tables
 		t.Fatal(err)
 	}
-	return db
+	return pool, db
 }
 
 // withParam adds one parameter to a go-sql-driver DSN.
