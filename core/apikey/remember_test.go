@@ -169,99 +169,109 @@ func TestConcurrentExactnessCatchesAMissingGuard(t *testing.T) {
 	}
 }
 
+// otherManager returns a second manager on e's database and clock: another
+// server, whose changes e's manager is not told of.
+func (e *env) otherManager(t *testing.T) *Manager {
+	t.Helper()
+	other, err := New(e.db, WithClock(e.clock.Now))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return other
+}
+
+// changeCases are changes to a key, each with the code the next
+// verification must answer ("" for success) and, where the counters matter,
+// a check of the key as stored before the change and after the verification.
+var changeCases = []struct {
+	name   string
+	params CreateParams
+	change UpdateParams
+	want   Code
+	check  func(t *testing.T, before, after *Key)
+}{
+	{
+		name:   "disabled",
+		params: CreateParams{Remaining: quota(100)},
+		change: UpdateParams{Enabled: ptr(false)},
+		want:   CodeDisabled,
+	},
+	{
+		name:   "expired",
+		params: CreateParams{Remaining: quota(100)},
+		change: UpdateParams{ExpiresAt: ptr(epoch.Add(-time.Second))},
+		want:   CodeExpired,
+	},
+	{
+		name:   "quota set to zero",
+		params: CreateParams{Remaining: quota(100)},
+		change: UpdateParams{Remaining: quota(0)},
+		want:   CodeUsageExceeded,
+	},
+	{
+		// The remembered plan (room under a max of 100) would pass a
+		// guard on the counter alone: only the guard on the setting
+		// catches it.
+		name:   "rate limit lowered",
+		params: CreateParams{Remaining: quota(100), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}},
+		change: UpdateParams{RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 3}},
+		want:   CodeRateLimited,
+	},
+	{
+		name:   "rate limit turned off",
+		params: CreateParams{Remaining: quota(100), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}},
+		change: UpdateParams{RateLimit: &RateLimit{}},
+		check: func(t *testing.T, before, after *Key) {
+			if after.RequestCount != before.RequestCount {
+				t.Errorf("requestCount %d → %d: a key without a rate limit must not count", before.RequestCount, after.RequestCount)
+			}
+		},
+	},
+	{
+		// The remembered plan is a decrement; with the shorter
+		// interval a refill is due and must win.
+		name:   "refill made due",
+		params: CreateParams{Remaining: quota(100), Refill: Refill{Interval: time.Hour, Amount: 50}, RateLimit: noRateLimit()},
+		change: UpdateParams{Refill: &Refill{Interval: time.Second, Amount: 50}},
+		check: func(t *testing.T, _, after *Key) {
+			if remaining(t, after) != 49 {
+				t.Errorf("remaining %d, want 49 (refilled to 50, less one)", remaining(t, after))
+			}
+		},
+	},
+	{
+		name:   "made unlimited",
+		params: CreateParams{Remaining: quota(100), RateLimit: noRateLimit()},
+		change: UpdateParams{Unlimited: true},
+		check: func(t *testing.T, _, after *Key) {
+			if after.Remaining != nil {
+				t.Errorf("remaining %d, want unlimited", *after.Remaining)
+			}
+		},
+	},
+	{
+		name:   "re-enabled",
+		params: CreateParams{Remaining: quota(100), Disabled: true},
+		change: UpdateParams{Enabled: ptr(true)},
+	},
+}
+
 // TestChangesTakeEffectAtOnce changes a key that a manager remembers,
 // through another manager (another server: this one's memory is not told),
 // and checks that the very next verification answers as the key now is,
 // with the counters the rules give on the key as it now is.
 func TestChangesTakeEffectAtOnce(t *testing.T) {
-	ctx := context.Background()
-	off, on := false, true
-	cases := []struct {
-		name   string
-		params CreateParams
-		change UpdateParams
-		want   Code
-		check  func(t *testing.T, before, after *Key)
-	}{
-		{
-			name:   "disabled",
-			params: CreateParams{Remaining: quota(100)},
-			change: UpdateParams{Enabled: &off},
-			want:   CodeDisabled,
-		},
-		{
-			name:   "expired",
-			params: CreateParams{Remaining: quota(100)},
-			change: UpdateParams{ExpiresAt: ptr(epoch.Add(-time.Second))},
-			want:   CodeExpired,
-		},
-		{
-			name:   "quota set to zero",
-			params: CreateParams{Remaining: quota(100)},
-			change: UpdateParams{Remaining: quota(0)},
-			want:   CodeUsageExceeded,
-		},
-		{
-			// The remembered plan (room under a max of 100) would pass a
-			// guard on the counter alone: only the guard on the setting
-			// catches it.
-			name:   "rate limit lowered",
-			params: CreateParams{Remaining: quota(100), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}},
-			change: UpdateParams{RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 3}},
-			want:   CodeRateLimited,
-		},
-		{
-			name:   "rate limit turned off",
-			params: CreateParams{Remaining: quota(100), RateLimit: &RateLimit{Enabled: true, Window: time.Hour, Max: 100}},
-			change: UpdateParams{RateLimit: &RateLimit{}},
-			check: func(t *testing.T, before, after *Key) {
-				if after.RequestCount != before.RequestCount {
-					t.Errorf("requestCount %d → %d: a key without a rate limit must not count", before.RequestCount, after.RequestCount)
-				}
-			},
-		},
-		{
-			// The remembered plan is a decrement; with the shorter
-			// interval a refill is due and must win.
-			name:   "refill made due",
-			params: CreateParams{Remaining: quota(100), Refill: Refill{Interval: time.Hour, Amount: 50}, RateLimit: noRateLimit()},
-			change: UpdateParams{Refill: &Refill{Interval: time.Second, Amount: 50}},
-			check: func(t *testing.T, _, after *Key) {
-				if remaining(t, after) != 49 {
-					t.Errorf("remaining %d, want 49 (refilled to 50, less one)", remaining(t, after))
-				}
-			},
-		},
-		{
-			name:   "made unlimited",
-			params: CreateParams{Remaining: quota(100), RateLimit: noRateLimit()},
-			change: UpdateParams{Unlimited: true},
-			check: func(t *testing.T, _, after *Key) {
-				if after.Remaining != nil {
-					t.Errorf("remaining %d, want unlimited", *after.Remaining)
-				}
-			},
-		},
-		{
-			name:   "re-enabled",
-			params: CreateParams{Remaining: quota(100), Disabled: true},
-			change: UpdateParams{Enabled: &on},
-		},
-	}
-	for _, c := range cases {
+	for _, c := range changeCases {
 		t.Run(c.name, func(t *testing.T) {
 			e, _ := newCountingEnv(t)
-			other, err := New(e.db, WithClock(e.clock.Now))
-			if err != nil {
-				t.Fatal(err)
-			}
+			other := e.otherManager(t)
 			key, k := e.create(t, c.params)
 			for range 3 {
 				e.verify(t, key) // remembered, and some counters spent
 			}
 			e.clock.Advance(2 * time.Second)
 			before := e.get(t, k.ID)
-			if _, err := other.Update(ctx, k.ID, c.change); err != nil {
+			if _, err := other.Update(context.Background(), k.ID, c.change); err != nil {
 				t.Fatal(err)
 			}
 			wantCode(t, e.verify(t, key), c.want)
@@ -270,20 +280,21 @@ func TestChangesTakeEffectAtOnce(t *testing.T) {
 			}
 		})
 	}
-	t.Run("deleted", func(t *testing.T) {
-		e, _ := newCountingEnv(t)
-		other, err := New(e.db, WithClock(e.clock.Now))
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, k := e.create(t, CreateParams{Remaining: quota(100)})
-		wantCode(t, e.verify(t, key), "")
-		if ok, err := other.Delete(ctx, k.ID); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
-		wantCode(t, e.verify(t, key), CodeInvalid)
-		wantCode(t, e.verify(t, key), CodeInvalid)
-	})
+	t.Run("deleted", testDeletionTakesEffectAtOnce)
+}
+
+// testDeletionTakesEffectAtOnce deletes a remembered key through another
+// manager: from the next verification on, the key is invalid.
+func testDeletionTakesEffectAtOnce(t *testing.T) {
+	e, _ := newCountingEnv(t)
+	other := e.otherManager(t)
+	key, k := e.create(t, CreateParams{Remaining: quota(100)})
+	wantCode(t, e.verify(t, key), "")
+	if ok, err := other.Delete(context.Background(), k.ID); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	wantCode(t, e.verify(t, key), CodeInvalid)
+	wantCode(t, e.verify(t, key), CodeInvalid)
 }
 
 // TestUpdateRefreshesTheRememberedKey: after a change through the same

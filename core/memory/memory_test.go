@@ -481,178 +481,198 @@ func waitForCalls(m *memory.Memory, n int64) {
 	}
 }
 
+// goWaiting runs call in a new goroutine and returns once call has entered
+// the store, where it waits for any row the caller's transaction holds.
+func goWaiting(m *memory.Memory, call func()) {
+	before := m.Calls()
+	go call()
+	waitForCalls(m, before)
+}
+
 // TestRowLocks checks that a transaction's writes lock their rows until it
 // ends, so that a rollback never undoes another caller's write.
 func TestRowLocks(t *testing.T) {
+	t.Run("a write waits for the transaction, then applies on the restored row", testWriteWaitsForTransaction)
+	t.Run("a guard is evaluated again after the wait", testGuardReevaluatedAfterWait)
+	t.Run("the context ends a wait", testContextEndsWait)
+	t.Run("two transactions waiting for each other: one fails with a deadlock", testDeadlockFailsOne)
+	t.Run("a transaction adapter is dead after its transaction", testAdapterDeadAfterTransaction)
+	t.Run("a panic rolls back and frees the rows", testPanicFreesRows)
+}
+
+// incN is a delta of by on the column n.
+func incN(by int64) []driver.Delta { return []driver.Delta{{Column: "n", By: by}} }
+
+func testWriteWaitsForTransaction(t *testing.T) {
 	ctx := context.Background()
-	inc := func(by int64) []driver.Delta { return []driver.Delta{{Column: "n", By: by}} }
 	a := cols(core.Eq("name", "a"))
-
-	t.Run("a write waits for the transaction, then applies on the restored row", func(t *testing.T) {
-		_, m, tb := fixture(t) // a has n = 1
-		done := make(chan error, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-			if _, err := tx.(driver.Incrementer).IncrementOne(ctx, tb, a, inc(10), nil); err != nil {
-				return err
-			}
-			before := m.Calls()
-			go func() {
-				_, err := m.IncrementOne(ctx, tb, a, inc(100), nil)
-				done <- err
-			}()
-			waitForCalls(m, before)
-			return errors.New("abort")
+	_, m, tb := fixture(t) // a has n = 1
+	done := make(chan error, 1)
+	err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+		if _, err := tx.(driver.Incrementer).IncrementOne(ctx, tb, a, incN(10), nil); err != nil {
+			return err
+		}
+		goWaiting(m, func() {
+			_, err := m.IncrementOne(ctx, tb, a, incN(100), nil)
+			done <- err
 		})
-		if err == nil {
-			t.Fatal("the transaction did not fail")
-		}
-		if err := <-done; err != nil {
-			t.Fatal(err)
-		}
-		rec, _ := m.FindOne(ctx, tb, a)
-		if rec["n"] != int64(101) {
-			t.Errorf("n = %v, want 101: the rollback must not undo the other write", rec["n"])
-		}
+		return errors.New("abort")
 	})
+	if err == nil {
+		t.Fatal("the transaction did not fail")
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	rec, _ := m.FindOne(ctx, tb, a)
+	if rec["n"] != int64(101) {
+		t.Errorf("n = %v, want 101: the rollback must not undo the other write", rec["n"])
+	}
+}
 
-	t.Run("a guard is evaluated again after the wait", func(t *testing.T) {
-		_, m, tb := fixture(t)
-		done := make(chan driver.Record, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+func testGuardReevaluatedAfterWait(t *testing.T) {
+	ctx := context.Background()
+	a := cols(core.Eq("name", "a"))
+	_, m, tb := fixture(t)
+	done := make(chan driver.Record, 1)
+	err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+		if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+			return err
+		}
+		goWaiting(m, func() {
+			// Matches a's value as written by the transaction, which
+			// commits a different one.
+			rec, _ := m.IncrementOne(ctx, tb, cols(core.Eq("name", "a"), core.Eq("n", int64(5))), incN(1), nil)
+			done <- rec
+		})
+		_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(6)}})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The waiting write saw the committed n = 6, not the n = 5 it waited on.
+	if rec := <-done; rec != nil {
+		t.Errorf("the waiting write matched a value that was never committed: %v", rec)
+	}
+	rec, _ := m.FindOne(ctx, tb, a)
+	if rec["n"] != int64(6) {
+		t.Errorf("n = %v, want 6", rec["n"])
+	}
+}
+
+func testContextEndsWait(t *testing.T) {
+	ctx := context.Background()
+	a := cols(core.Eq("name", "a"))
+	_, m, tb := fixture(t)
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+		if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+			return err
+		}
+		goWaiting(m, func() {
+			_, err := m.UpdateMany(wctx, tb, nil, []driver.Assignment{{Column: "tag", Value: "w"}})
+			done <- err
+		})
+		cancel()
+		// The waiter must give up while this transaction still holds the row.
+		if err := <-done; !errors.Is(err, context.Canceled) {
+			t.Errorf("waiting write: %v, want context.Canceled", err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := m.Count(ctx, tb, cols(core.Eq("tag", "w"))); n != 0 {
+		t.Errorf("%d rows written by the cancelled call", n)
+	}
+}
+
+func testDeadlockFailsOne(t *testing.T) {
+	ctx := context.Background()
+	a, b := cols(core.Eq("name", "a")), cols(core.Eq("name", "b"))
+	_, m, tb := fixture(t)
+	aLocked, bLocked := make(chan struct{}), make(chan struct{})
+	errs := make(chan error, 2)
+	go func() {
+		errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "1"}}); err != nil {
 				return err
 			}
-			before := m.Calls()
-			go func() {
-				// Matches a's value as written by the transaction, which commits a different one.
-				rec, _ := m.IncrementOne(ctx, tb, cols(core.Eq("name", "a"), core.Eq("n", int64(5))), inc(1), nil)
-				done <- rec
-			}()
-			waitForCalls(m, before)
-			_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(6)}})
+			close(aLocked)
+			<-bLocked
+			_, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "1"}})
 			return err
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The waiting write saw the committed n = 6, not the n = 5 it waited on.
-		if rec := <-done; rec != nil {
-			t.Errorf("the waiting write matched a value that was never committed: %v", rec)
-		}
-		rec, _ := m.FindOne(ctx, tb, a)
-		if rec["n"] != int64(6) {
-			t.Errorf("n = %v, want 6", rec["n"])
-		}
-	})
-
-	t.Run("the context ends a wait", func(t *testing.T) {
-		_, m, tb := fixture(t)
-		wctx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		done := make(chan error, 1)
-		err := m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(5)}}); err != nil {
+	}()
+	go func() {
+		errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			<-aLocked
+			if _, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "2"}}); err != nil {
 				return err
 			}
-			before := m.Calls()
-			go func() {
-				_, err := m.UpdateMany(wctx, tb, nil, []driver.Assignment{{Column: "tag", Value: "w"}})
-				done <- err
-			}()
-			waitForCalls(m, before)
-			cancel()
-			// The waiter must give up while this transaction still holds the row.
-			if err := <-done; !errors.Is(err, context.Canceled) {
-				t.Errorf("waiting write: %v, want context.Canceled", err)
-			}
-			return nil
+			close(bLocked)
+			_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "2"}})
+			return err
 		})
-		if err != nil {
-			t.Fatal(err)
+	}()
+	var deadlocks, commits int
+	for range 2 {
+		switch err := <-errs; {
+		case err == nil:
+			commits++
+		case strings.Contains(err.Error(), "deadlock"):
+			deadlocks++
+		default:
+			t.Errorf("transaction: %v", err)
 		}
-		if n, _ := m.Count(ctx, tb, cols(core.Eq("tag", "w"))); n != 0 {
-			t.Errorf("%d rows written by the cancelled call", n)
-		}
-	})
+	}
+	if deadlocks != 1 || commits != 1 {
+		t.Fatalf("%d deadlocks and %d commits, want 1 and 1", deadlocks, commits)
+	}
+	ra, _ := m.FindOne(ctx, tb, a)
+	rb, _ := m.FindOne(ctx, tb, b)
+	if ra["tag"] != rb["tag"] {
+		t.Errorf("tags %v and %v: the winner's two writes must both stand, the loser's neither", ra["tag"], rb["tag"])
+	}
+}
 
-	t.Run("two transactions waiting for each other: one fails with a deadlock", func(t *testing.T) {
-		_, m, tb := fixture(t)
-		b := cols(core.Eq("name", "b"))
-		aLocked, bLocked := make(chan struct{}), make(chan struct{})
-		errs := make(chan error, 2)
-		go func() {
-			errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-				if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "1"}}); err != nil {
-					return err
-				}
-				close(aLocked)
-				<-bLocked
-				_, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "1"}})
+func testAdapterDeadAfterTransaction(t *testing.T) {
+	ctx := context.Background()
+	a := cols(core.Eq("name", "a"))
+	_, m, tb := fixture(t)
+	var leaked driver.Adapter
+	if err := m.Transaction(ctx, func(_ context.Context, tx driver.Adapter) error { leaked = tx; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := leaked.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err == nil || !strings.Contains(err.Error(), "ended") {
+		t.Errorf("write through an ended transaction: %v", err)
+	}
+	if _, err := m.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err != nil {
+		t.Errorf("the row stayed locked: %v", err)
+	}
+}
+
+func testPanicFreesRows(t *testing.T) {
+	ctx := context.Background()
+	a := cols(core.Eq("name", "a"))
+	_, m, tb := fixture(t)
+	func() {
+		defer func() { _ = recover() }()
+		_ = m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
+			if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(77)}}); err != nil {
 				return err
-			})
-		}()
-		go func() {
-			errs <- m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-				<-aLocked
-				if _, err := tx.Update(ctx, tb, b, []driver.Assignment{{Column: "tag", Value: "2"}}); err != nil {
-					return err
-				}
-				close(bLocked)
-				_, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "tag", Value: "2"}})
-				return err
-			})
-		}()
-		var deadlocks, commits int
-		for range 2 {
-			switch err := <-errs; {
-			case err == nil:
-				commits++
-			case strings.Contains(err.Error(), "deadlock"):
-				deadlocks++
-			default:
-				t.Errorf("transaction: %v", err)
 			}
-		}
-		if deadlocks != 1 || commits != 1 {
-			t.Fatalf("%d deadlocks and %d commits, want 1 and 1", deadlocks, commits)
-		}
-		ra, _ := m.FindOne(ctx, tb, a)
-		rb, _ := m.FindOne(ctx, tb, b)
-		if ra["tag"] != rb["tag"] {
-			t.Errorf("tags %v and %v: the winner's two writes must both stand, the loser's neither", ra["tag"], rb["tag"])
-		}
-	})
-
-	t.Run("a transaction adapter is dead after its transaction", func(t *testing.T) {
-		_, m, tb := fixture(t)
-		var leaked driver.Adapter
-		if err := m.Transaction(ctx, func(_ context.Context, tx driver.Adapter) error { leaked = tx; return nil }); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := leaked.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err == nil || !strings.Contains(err.Error(), "ended") {
-			t.Errorf("write through an ended transaction: %v", err)
-		}
-		if _, err := m.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(0)}}); err != nil {
-			t.Errorf("the row stayed locked: %v", err)
-		}
-	})
-
-	t.Run("a panic rolls back and frees the rows", func(t *testing.T) {
-		_, m, tb := fixture(t)
-		func() {
-			defer func() { _ = recover() }()
-			_ = m.Transaction(ctx, func(ctx context.Context, tx driver.Adapter) error {
-				if _, err := tx.Update(ctx, tb, a, []driver.Assignment{{Column: "n", Value: int64(77)}}); err != nil {
-					return err
-				}
-				panic("boom")
-			})
-		}()
-		rec, err := m.IncrementOne(ctx, tb, a, inc(1), nil)
-		if err != nil || rec["n"] != int64(2) {
-			t.Errorf("after the panic: %v, %v; want n = 2", rec, err)
-		}
-	})
+			panic("boom")
+		})
+	}()
+	rec, err := m.IncrementOne(ctx, tb, a, incN(1), nil)
+	if err != nil || rec["n"] != int64(2) {
+		t.Errorf("after the panic: %v, %v; want n = 2", rec, err)
+	}
 }
 
 // cols turns where clauses on fields into clauses on the columns of the
