@@ -49,78 +49,19 @@ func readAs(t *testing.T, column string, raw any) (any, error) {
 	return row[field], nil
 }
 
-func TestConvertFromStorage(t *testing.T) {
-	ms := time.Date(2026, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
-	sec := ms.Truncate(time.Second)
-	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
-	paris := time.FixedZone("CET", 3600)
-	cases := []struct {
-		name   string
-		column string
-		raw    any
-		want   any // nil means NULL
-	}{
-		// integers: every Go integer type and the text and float forms drivers use
-		{"int", "request_count", int(42), int64(42)},
-		{"int8", "request_count", int8(-42), int64(-42)},
-		{"int16", "request_count", int16(42), int64(42)},
-		{"int32", "request_count", int32(42), int64(42)},
-		{"int64", "request_count", int64(math.MaxInt64), int64(math.MaxInt64)},
-		{"int64 min", "request_count", int64(math.MinInt64), int64(math.MinInt64)},
-		{"uint", "request_count", uint(42), int64(42)},
-		{"uint8", "request_count", uint8(255), int64(255)},
-		{"uint16", "request_count", uint16(42), int64(42)},
-		{"uint32", "request_count", uint32(math.MaxUint32), int64(math.MaxUint32)},
-		{"uint64", "request_count", uint64(math.MaxInt64), int64(math.MaxInt64)},
-		{"float64 integral", "request_count", float64(42), int64(42)},
-		{"float64 negative", "request_count", float64(-3), int64(-3)},
-		{"float32 integral", "request_count", float32(42), int64(42)},
-		{"bytes", "request_count", []byte("42"), int64(42)},
-		{"string", "request_count", "-42", int64(-42)},
-		{"int NULL", "request_count", nil, nil},
+// fromStorageCase is a raw value a driver might return for column and the
+// field value DB must make of it.
+type fromStorageCase struct {
+	name   string
+	column string
+	raw    any
+	want   any // nil means NULL
+}
 
-		// booleans: bool, 0/1 in any integer type, and text
-		{"bool true", "enabled", true, true},
-		{"bool false", "enabled", false, false},
-		{"int64 1", "enabled", int64(1), true},
-		{"int64 0", "enabled", int64(0), false},
-		{"int 1", "enabled", 1, true},
-		{"uint8 0", "enabled", uint8(0), false},
-		{"text 1", "enabled", "1", true},
-		{"text 0", "enabled", "0", false},
-		{"text true", "enabled", "true", true},
-		{"text t", "enabled", "t", true},
-		{"text f", "enabled", "f", false},
-		{"bytes 1", "enabled", []byte("1"), true},
-		{"bool NULL", "enabled", nil, nil},
-
-		// times: time.Time in any zone, every text layout, epoch milliseconds
-		{"time UTC", "last_refill_at", ms, ms},
-		{"time in another zone", "last_refill_at", ms.In(paris), ms},
-		{"time local", "last_refill_at", ms.Local(), ms},
-		{"TimeLayout", "last_refill_at", "2026-03-04T05:06:07.890Z", ms},
-		{"TimeLayout bytes", "last_refill_at", []byte("2026-03-04T05:06:07.890Z"), ms},
-		{"RFC3339Nano with offset", "last_refill_at", "2026-03-04T06:06:07.89+01:00", ms},
-		{"RFC3339 no fraction", "last_refill_at", "2026-03-04T05:06:07Z", sec},
-		{"space and colon offset", "last_refill_at", "2026-03-04 06:06:07.890+01:00", ms},
-		{"space and hour offset", "last_refill_at", "2026-03-04 06:06:07.89+01", ms},
-		{"space and Z", "last_refill_at", "2026-03-04 05:06:07.890Z", ms},
-		{"Go String form", "last_refill_at", "2026-03-04 06:06:07.89 +0100 CET", ms},
-		{"T without zone is UTC", "last_refill_at", "2026-03-04T05:06:07.890", ms},
-		{"space without zone is UTC", "last_refill_at", "2026-03-04 05:06:07.89", ms},
-		{"space without fraction", "last_refill_at", "2026-03-04 05:06:07", sec},
-		{"date only", "last_refill_at", "2026-03-04", day},
-		{"surrounding spaces", "last_refill_at", " 2026-03-04T05:06:07.890Z ", ms},
-		{"epoch ms int64", "last_refill_at", ms.UnixMilli(), ms},
-		{"epoch ms float64", "last_refill_at", float64(ms.UnixMilli()), ms},
-		{"time NULL", "last_refill_at", nil, nil},
-
-		// strings
-		{"string", "name", "hello", "hello"},
-		{"bytes string", "name", []byte("hello"), "hello"},
-		{"empty string is not NULL", "name", "", ""},
-		{"string NULL", "name", nil, nil},
-	}
+// checkFromStorage reads each case's raw value through DB: a time must come
+// back in UTC and at the same instant, anything else deeply equal.
+func checkFromStorage(t *testing.T, cases []fromStorageCase) {
+	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := readAs(t, c.column, c.raw)
@@ -141,6 +82,91 @@ func TestConvertFromStorage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestConvertFromStorageIntegers reads every Go integer type and the text
+// and float forms drivers use as int64.
+func TestConvertFromStorageIntegers(t *testing.T) {
+	checkFromStorage(t, []fromStorageCase{
+		{"int", "request_count", int(42), int64(42)},
+		{"int8", "request_count", int8(-42), int64(-42)},
+		{"int16", "request_count", int16(42), int64(42)},
+		{"int32", "request_count", int32(42), int64(42)},
+		{"int64", "request_count", int64(math.MaxInt64), int64(math.MaxInt64)},
+		{"int64 min", "request_count", int64(math.MinInt64), int64(math.MinInt64)},
+		{"uint", "request_count", uint(42), int64(42)},
+		{"uint8", "request_count", uint8(255), int64(255)},
+		{"uint16", "request_count", uint16(42), int64(42)},
+		{"uint32", "request_count", uint32(math.MaxUint32), int64(math.MaxUint32)},
+		{"uint64", "request_count", uint64(math.MaxInt64), int64(math.MaxInt64)},
+		{"float64 integral", "request_count", float64(42), int64(42)},
+		{"float64 negative", "request_count", float64(-3), int64(-3)},
+		{"float32 integral", "request_count", float32(42), int64(42)},
+		{"bytes", "request_count", []byte("42"), int64(42)},
+		{"string", "request_count", "-42", int64(-42)},
+		{"int NULL", "request_count", nil, nil},
+	})
+}
+
+// TestConvertFromStorageBooleans reads bool, 0/1 in any integer type, and
+// text as bool.
+func TestConvertFromStorageBooleans(t *testing.T) {
+	checkFromStorage(t, []fromStorageCase{
+		{"bool true", "enabled", true, true},
+		{"bool false", "enabled", false, false},
+		{"int64 1", "enabled", int64(1), true},
+		{"int64 0", "enabled", int64(0), false},
+		{"int 1", "enabled", 1, true},
+		{"uint8 0", "enabled", uint8(0), false},
+		{"text 1", "enabled", "1", true},
+		{"text 0", "enabled", "0", false},
+		{"text true", "enabled", "true", true},
+		{"text t", "enabled", "t", true},
+		{"text f", "enabled", "f", false},
+		{"bytes 1", "enabled", []byte("1"), true},
+		{"bool NULL", "enabled", nil, nil},
+	})
+}
+
+// TestConvertFromStorageTimes reads time.Time in any zone, every text
+// layout and epoch milliseconds as a time in UTC.
+func TestConvertFromStorageTimes(t *testing.T) {
+	ms := time.Date(2026, 3, 4, 5, 6, 7, 890_000_000, time.UTC)
+	sec := ms.Truncate(time.Second)
+	day := time.Date(2026, 3, 4, 0, 0, 0, 0, time.UTC)
+	paris := time.FixedZone("CET", 3600)
+	checkFromStorage(t, []fromStorageCase{
+		{"time UTC", "last_refill_at", ms, ms},
+		{"time in another zone", "last_refill_at", ms.In(paris), ms},
+		{"time local", "last_refill_at", ms.Local(), ms},
+		{"TimeLayout", "last_refill_at", "2026-03-04T05:06:07.890Z", ms},
+		{"TimeLayout bytes", "last_refill_at", []byte("2026-03-04T05:06:07.890Z"), ms},
+		{"RFC3339Nano with offset", "last_refill_at", "2026-03-04T06:06:07.89+01:00", ms},
+		{"RFC3339 no fraction", "last_refill_at", "2026-03-04T05:06:07Z", sec},
+		{"space and colon offset", "last_refill_at", "2026-03-04 06:06:07.890+01:00", ms},
+		{"space and hour offset", "last_refill_at", "2026-03-04 06:06:07.89+01", ms},
+		{"space and Z", "last_refill_at", "2026-03-04 05:06:07.890Z", ms},
+		{"Go String form", "last_refill_at", "2026-03-04 06:06:07.89 +0100 CET", ms},
+		{"T without zone is UTC", "last_refill_at", "2026-03-04T05:06:07.890", ms},
+		{"space without zone is UTC", "last_refill_at", "2026-03-04 05:06:07.89", ms},
+		{"space without fraction", "last_refill_at", "2026-03-04 05:06:07", sec},
+		{"date only", "last_refill_at", "2026-03-04", day},
+		{"surrounding spaces", "last_refill_at", " 2026-03-04T05:06:07.890Z ", ms},
+		{"epoch ms int64", "last_refill_at", ms.UnixMilli(), ms},
+		{"epoch ms float64", "last_refill_at", float64(ms.UnixMilli()), ms},
+		{"time NULL", "last_refill_at", nil, nil},
+	})
+}
+
+// TestConvertFromStorageStrings reads text and bytes as string, keeping the
+// empty string apart from NULL.
+func TestConvertFromStorageStrings(t *testing.T) {
+	checkFromStorage(t, []fromStorageCase{
+		{"string", "name", "hello", "hello"},
+		{"bytes string", "name", []byte("hello"), "hello"},
+		{"empty string is not NULL", "name", "", ""},
+		{"string NULL", "name", nil, nil},
+	})
 }
 
 func TestConvertFromStorageErrors(t *testing.T) {

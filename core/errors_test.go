@@ -124,11 +124,14 @@ func TestAdapterErrorsWrappedOnce(t *testing.T) {
 // wrapf wraps a sentinel the way adapters do.
 func wrapf(sentinel error, msg string) error { return fmt.Errorf("%w: %s", sentinel, msg) }
 
-// TestSentinels checks each sentinel on a real path to it.
-func TestSentinels(t *testing.T) {
+// The TestSentinels tests check each sentinel on a real path to it.
+
+// TestSentinelsConflict checks ErrConflict on a duplicate unique key, from
+// each call that can write one, and that the refused write changes nothing.
+func TestSentinelsConflict(t *testing.T) {
 	ctx := context.Background()
 
-	t.Run("ErrConflict on a duplicate unique key in Create", func(t *testing.T) {
+	t.Run("duplicate unique key in Create", func(t *testing.T) {
 		db := mustNew(t, memory.New())
 		mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "a"})
 		_, err := db.Create(ctx, core.ModelRateLimit, map[string]any{"key": "a"})
@@ -144,7 +147,7 @@ func TestSentinels(t *testing.T) {
 		}
 	})
 
-	t.Run("ErrConflict on a duplicate unique key in Update and IncrementOne", func(t *testing.T) {
+	t.Run("duplicate unique key in Update and IncrementOne", func(t *testing.T) {
 		db := mustNew(t, memory.New())
 		mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "a"})
 		mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "b"})
@@ -163,8 +166,12 @@ func TestSentinels(t *testing.T) {
 			t.Errorf("count = %d after the refused write, want 0", row.Int("count"))
 		}
 	})
+}
 
-	t.Run("ErrUnsupported from New without IncrementOne and Transaction", func(t *testing.T) {
+// TestSentinelsFromNew checks which adapters and options New refuses, with
+// which sentinel, and which it accepts.
+func TestSentinelsFromNew(t *testing.T) {
+	t.Run("ErrUnsupported without IncrementOne and Transaction", func(t *testing.T) {
 		db, err := core.New(bare{memory.New()})
 		if db != nil || !errors.Is(err, core.ErrUnsupported) {
 			t.Fatalf("New = %v, %v; want nil, ErrUnsupported", db, err)
@@ -182,7 +189,7 @@ func TestSentinels(t *testing.T) {
 		}
 	})
 
-	t.Run("New accepts either capability", func(t *testing.T) {
+	t.Run("accepts either capability", func(t *testing.T) {
 		a, _ := newNativeOnly()
 		if db := mustNew(t, a); !db.NativeIncrement() {
 			t.Error("native-only adapter: NativeIncrement() = false")
@@ -195,7 +202,7 @@ func TestSentinels(t *testing.T) {
 		}
 	})
 
-	t.Run("ErrInvalid from New with a nil adapter or a bad naming", func(t *testing.T) {
+	t.Run("ErrInvalid with a nil adapter or a bad naming", func(t *testing.T) {
 		if _, err := core.New(nil); !errors.Is(err, core.ErrInvalid) {
 			t.Errorf("New(nil) err = %v, want ErrInvalid", err)
 		}
@@ -204,26 +211,28 @@ func TestSentinels(t *testing.T) {
 			t.Errorf("New(bad naming) err = %v, want ErrInvalid", err)
 		}
 	})
+}
 
-	t.Run("ErrUnsupported from InTx without transactions", func(t *testing.T) {
-		a, m := newNativeOnly()
-		db := mustNew(t, a)
-		called := false
-		err := db.InTx(ctx, func(context.Context, *core.DB) error { called = true; return nil })
-		if !errors.Is(err, core.ErrUnsupported) {
-			t.Fatalf("InTx err = %v, want ErrUnsupported", err)
-		}
-		if called {
-			t.Error("fn ran without a transaction")
-		}
-		if m.Calls() != 0 {
-			t.Errorf("the adapter saw %d calls", m.Calls())
-		}
-		wrappedOnce(t, err, "InTx", "")
-		if !strings.Contains(err.Error(), "no transactions") {
-			t.Errorf("message %q does not say why", err)
-		}
-	})
+// TestSentinelsFromInTx checks ErrUnsupported from InTx on an adapter
+// without transactions, before fn runs or the adapter sees a call.
+func TestSentinelsFromInTx(t *testing.T) {
+	a, m := newNativeOnly()
+	db := mustNew(t, a)
+	called := false
+	err := db.InTx(context.Background(), func(context.Context, *core.DB) error { called = true; return nil })
+	if !errors.Is(err, core.ErrUnsupported) {
+		t.Fatalf("InTx err = %v, want ErrUnsupported", err)
+	}
+	if called {
+		t.Error("fn ran without a transaction")
+	}
+	if m.Calls() != 0 {
+		t.Errorf("the adapter saw %d calls", m.Calls())
+	}
+	wrappedOnce(t, err, "InTx", "")
+	if !strings.Contains(err.Error(), "no transactions") {
+		t.Errorf("message %q does not say why", err)
+	}
 }
 
 // TestErrorFormat pins the message format and Unwrap of *core.Error.

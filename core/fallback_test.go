@@ -26,88 +26,100 @@ var decrement = core.IncrementRequest{
 	Increment: map[string]int64{"count": -1},
 }
 
+// racePath is one way IncrementOne can do its work in TestFallbackRace.
+type racePath struct {
+	name       string
+	db         func(t *testing.T, m *memory.Memory) *core.DB
+	native     bool
+	increments func() int64 // native IncrementOne calls, or nil when not observable
+	txs        func() int64 // transactions, or nil when not observable
+}
+
+// racePaths returns the paths of TestFallbackRace, each counting the calls
+// of the adapter its db function wraps around the memory store.
+func racePaths() []racePath {
+	var c *txCounter
+	var fallback, native *spy
+	return []racePath{
+		{name: "adapter without IncrementOne", db: func(t *testing.T, m *memory.Memory) *core.DB {
+			c = &txCounter{Adapter: m.WithoutIncrementOne()}
+			return mustNew(t, c)
+		}, txs: func() int64 { return c.transactions.Load() }},
+		{name: "WithFallback", db: func(t *testing.T, m *memory.Memory) *core.DB {
+			fallback = &spy{Memory: m}
+			return mustNew(t, fallback, core.WithFallback())
+		}, increments: func() int64 { return fallback.increments.Load() }, txs: func() int64 { return fallback.transactions.Load() }},
+		{name: "native", native: true, db: func(t *testing.T, m *memory.Memory) *core.DB {
+			native = &spy{Memory: m}
+			return mustNew(t, native)
+		}, increments: func() int64 { return native.increments.Load() }, txs: func() int64 { return native.transactions.Load() }},
+	}
+}
+
 // TestFallbackRace releases 64 goroutines at once on a counter of 10: exactly
 // 10 take a unit and the counter ends at 0, whichever path does the work.
 func TestFallbackRace(t *testing.T) {
 	const callers, start = 64, 10
-	type path struct {
-		name       string
-		db         func(t *testing.T, m *memory.Memory) *core.DB
-		native     bool
-		increments func() int64 // native IncrementOne calls, or nil when not observable
-		txs        func() int64 // transactions, or nil when not observable
-	}
-	paths := []func() path{
-		func() path {
-			var c *txCounter
-			return path{name: "adapter without IncrementOne", db: func(t *testing.T, m *memory.Memory) *core.DB {
-				c = &txCounter{Adapter: m.WithoutIncrementOne()}
-				return mustNew(t, c)
-			}, txs: func() int64 { return c.transactions.Load() }}
-		},
-		func() path {
-			var s *spy
-			return path{name: "WithFallback", db: func(t *testing.T, m *memory.Memory) *core.DB {
-				s = &spy{Memory: m}
-				return mustNew(t, s, core.WithFallback())
-			}, increments: func() int64 { return s.increments.Load() }, txs: func() int64 { return s.transactions.Load() }}
-		},
-		func() path {
-			var s *spy
-			return path{name: "native", native: true, db: func(t *testing.T, m *memory.Memory) *core.DB {
-				s = &spy{Memory: m}
-				return mustNew(t, s)
-			}, increments: func() int64 { return s.increments.Load() }, txs: func() int64 { return s.transactions.Load() }}
-		},
-	}
-	for _, mk := range paths {
-		p := mk()
+	for _, p := range racePaths() {
 		t.Run(p.name, func(t *testing.T) {
-			m := memory.New()
-			db := p.db(t, m)
+			db := p.db(t, memory.New())
 			if db.NativeIncrement() != p.native {
 				t.Fatalf("NativeIncrement() = %v, want %v", db.NativeIncrement(), p.native)
 			}
 			r := raceDecrement(t, db, callers, start)
-			if r.taken != start {
-				t.Errorf("%d callers took a unit, want exactly %d", r.taken, start)
-			}
-			if r.final != 0 {
-				t.Errorf("final count %d, want 0", r.final)
-			}
-			if r.failed != 0 {
-				t.Errorf("%d calls failed with an error other than ErrContention", r.failed)
-			}
-			if r.badRow != nil {
-				t.Errorf("a winner saw the row %v", r.badRow)
-			}
-			// Each winner gets back the row as its own write left it.
-			for n := range int64(start) {
-				if r.seen[n] != 1 {
-					t.Errorf("%d winners saw count %d, want exactly 1", r.seen[n], n)
-				}
-			}
-			contended := r.contended
-			if p.native {
-				if got := p.increments(); got != callers {
-					t.Errorf("%d native IncrementOne calls, want %d", got, callers)
-				}
-				if contended != 0 || p.txs() != 0 {
-					t.Errorf("native path: %d contention errors, %d transactions", contended, p.txs())
-				}
-				return
-			}
-			if p.increments != nil && p.increments() != 0 {
-				t.Errorf("the native IncrementOne ran %d times under the fallback", p.increments())
-			}
-			// Each caller runs at least one transaction; losers run more.
-			if got := p.txs(); got < callers {
-				t.Errorf("%d fallback transactions for %d callers", got, callers)
-			}
-			t.Logf("%d taken, %d missed, %d gave up with ErrContention, %d transactions",
-				r.taken, r.missed, r.contended, p.txs())
+			checkRaceOutcome(t, r, start)
+			checkRaceWork(t, p, r, callers)
 		})
 	}
+}
+
+// checkRaceOutcome checks that exactly start callers of a race on a counter
+// of start took a unit, each seeing its own write, and nothing else failed.
+func checkRaceOutcome(t *testing.T, r raceResult, start int64) {
+	t.Helper()
+	if r.taken != start {
+		t.Errorf("%d callers took a unit, want exactly %d", r.taken, start)
+	}
+	if r.final != 0 {
+		t.Errorf("final count %d, want 0", r.final)
+	}
+	if r.failed != 0 {
+		t.Errorf("%d calls failed with an error other than ErrContention", r.failed)
+	}
+	if r.badRow != nil {
+		t.Errorf("a winner saw the row %v", r.badRow)
+	}
+	// Each winner gets back the row as its own write left it.
+	for n := range start {
+		if r.seen[n] != 1 {
+			t.Errorf("%d winners saw count %d, want exactly 1", r.seen[n], n)
+		}
+	}
+}
+
+// checkRaceWork checks that the race's callers went the way of path p: one
+// native IncrementOne each and no transaction, or at least one fallback
+// transaction each and no native IncrementOne.
+func checkRaceWork(t *testing.T, p racePath, r raceResult, callers int64) {
+	t.Helper()
+	if p.native {
+		if got := p.increments(); got != callers {
+			t.Errorf("%d native IncrementOne calls, want %d", got, callers)
+		}
+		if r.contended != 0 || p.txs() != 0 {
+			t.Errorf("native path: %d contention errors, %d transactions", r.contended, p.txs())
+		}
+		return
+	}
+	if p.increments != nil && p.increments() != 0 {
+		t.Errorf("the native IncrementOne ran %d times under the fallback", p.increments())
+	}
+	// Each caller runs at least one transaction; losers run more.
+	if got := p.txs(); got < callers {
+		t.Errorf("%d fallback transactions for %d callers", got, callers)
+	}
+	t.Logf("%d taken, %d missed, %d gave up with ErrContention, %d transactions",
+		r.taken, r.missed, r.contended, p.txs())
 }
 
 // raceResult is what raceDecrement observed.
@@ -534,12 +546,7 @@ func TestFallbackRollsBackAFailedAttempt(t *testing.T) {
 // TestIncrementPaths checks what native and fallback IncrementOne must agree
 // on, one path per subtest.
 func TestIncrementPaths(t *testing.T) {
-	paths := map[string]func(m *memory.Memory) driver.Adapter{
-		"native":   func(m *memory.Memory) driver.Adapter { return m },
-		"fallback": func(m *memory.Memory) driver.Adapter { return m.WithoutIncrementOne() },
-	}
-	ctx := context.Background()
-	for name, adapter := range paths {
+	for name, adapter := range incrementPaths {
 		setup := func(t *testing.T) *core.DB {
 			db := mustNew(t, adapter(memory.New()))
 			if db.NativeIncrement() != (name == "native") {
@@ -547,75 +554,91 @@ func TestIncrementPaths(t *testing.T) {
 			}
 			return db
 		}
-		t.Run(name+"/NULL plus a delta stays NULL", func(t *testing.T) {
-			db := setup(t)
-			mustCreate(t, db, core.ModelAPIKey, apikeyValues("h"))
-			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelAPIKey,
-				Where:     []core.Where{core.Eq("key", "h"), core.IsNull("remaining")},
-				Increment: map[string]int64{"remaining": -1, "requestCount": 1, "rateLimitMax": 5},
-				Set:       map[string]any{"name": "n"}})
-			if err != nil || !ok {
-				t.Fatalf("IncrementOne = %v, %v", ok, err)
-			}
-			if !row.IsNull("remaining") || !row.IsNull("rateLimitMax") || row.Int("requestCount") != 1 || row.Text("name") != "n" {
-				t.Errorf("row after the write: %v", row)
-			}
-			stored := mustFind(t, db, core.ModelAPIKey, core.Eq("key", "h"))
-			if !stored.IsNull("remaining") || stored.Int("requestCount") != 1 {
-				t.Errorf("stored row: %v", stored)
-			}
-		})
-		t.Run(name+"/no match is not an error", func(t *testing.T) {
-			db := setup(t)
-			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 0})
-			row, ok, err := db.IncrementOne(ctx, decrement)
-			if err != nil || ok || row != nil {
-				t.Errorf("IncrementOne = %v, %v, %v; want no match", row, ok, err)
-			}
-			if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 0 {
-				t.Errorf("count = %d", row.Int("count"))
-			}
-		})
-		t.Run(name+"/several rows match, exactly one changes", func(t *testing.T) {
-			db := setup(t)
-			for _, k := range []string{"a", "b", "c"} {
-				mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": k, "count": 1})
-			}
-			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
-				Where: []core.Where{core.Gte("count", 1)}, Increment: map[string]int64{"count": 5}})
-			if err != nil || !ok || row.Int("count") != 6 {
-				t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
-			}
-			if n, _ := db.Count(ctx, core.ModelRateLimit, core.Eq("count", 6)); n != 1 {
-				t.Errorf("%d rows changed, want 1", n)
-			}
-		})
-		t.Run(name+"/set only, and the returned row is the stored one", func(t *testing.T) {
-			db := setup(t)
-			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 3})
-			row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
-				Where: []core.Where{core.Eq("key", "k")}, Set: map[string]any{"count": 0, "lastRequest": 42}})
-			if err != nil || !ok || row.Int("count") != 0 || row.Int("lastRequest") != 42 {
-				t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
-			}
-			stored := mustFind(t, db, core.ModelRateLimit)
-			if stored.Int("count") != 0 || stored.Int("lastRequest") != 42 || stored.Int("id") != row.Int("id") {
-				t.Errorf("stored %v, returned %v", stored, row)
-			}
-		})
-		t.Run(name+"/overflow is an error and changes nothing", func(t *testing.T) {
-			db := setup(t)
-			mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 1})
-			_, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
-				Where: []core.Where{core.Eq("key", "k")}, Increment: map[string]int64{"count": math.MaxInt64}})
-			if ok || err == nil || !strings.Contains(err.Error(), "overflows") {
-				t.Fatalf("IncrementOne = %v, %v; want an overflow error", ok, err)
-			}
-			wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
-			if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 1 {
-				t.Errorf("count = %d, want 1", row.Int("count"))
-			}
-		})
+		t.Run(name+"/NULL plus a delta stays NULL", func(t *testing.T) { testIncrementNullStaysNull(t, setup(t)) })
+		t.Run(name+"/no match is not an error", func(t *testing.T) { testIncrementNoMatch(t, setup(t)) })
+		t.Run(name+"/several rows match, exactly one changes", func(t *testing.T) { testIncrementOneOfSeveral(t, setup(t)) })
+		t.Run(name+"/set only, and the returned row is the stored one", func(t *testing.T) { testIncrementSetOnly(t, setup(t)) })
+		t.Run(name+"/overflow is an error and changes nothing", func(t *testing.T) { testIncrementOverflow(t, setup(t)) })
+	}
+}
+
+// testIncrementNullStaysNull checks that a delta leaves a NULL field NULL,
+// while the other deltas and Set of the same request apply.
+func testIncrementNullStaysNull(t *testing.T, db *core.DB) {
+	mustCreate(t, db, core.ModelAPIKey, apikeyValues("h"))
+	row, ok, err := db.IncrementOne(context.Background(), core.IncrementRequest{Model: core.ModelAPIKey,
+		Where:     []core.Where{core.Eq("key", "h"), core.IsNull("remaining")},
+		Increment: map[string]int64{"remaining": -1, "requestCount": 1, "rateLimitMax": 5},
+		Set:       map[string]any{"name": "n"}})
+	if err != nil || !ok {
+		t.Fatalf("IncrementOne = %v, %v", ok, err)
+	}
+	if !row.IsNull("remaining") || !row.IsNull("rateLimitMax") || row.Int("requestCount") != 1 || row.Text("name") != "n" {
+		t.Errorf("row after the write: %v", row)
+	}
+	stored := mustFind(t, db, core.ModelAPIKey, core.Eq("key", "h"))
+	if !stored.IsNull("remaining") || stored.Int("requestCount") != 1 {
+		t.Errorf("stored row: %v", stored)
+	}
+}
+
+// testIncrementNoMatch checks that a guard matching no row gives no row,
+// no error and no write.
+func testIncrementNoMatch(t *testing.T, db *core.DB) {
+	mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 0})
+	row, ok, err := db.IncrementOne(context.Background(), decrement)
+	if err != nil || ok || row != nil {
+		t.Errorf("IncrementOne = %v, %v, %v; want no match", row, ok, err)
+	}
+	if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 0 {
+		t.Errorf("count = %d", row.Int("count"))
+	}
+}
+
+// testIncrementOneOfSeveral checks that IncrementOne changes one row when
+// the where clauses match several.
+func testIncrementOneOfSeveral(t *testing.T, db *core.DB) {
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": k, "count": 1})
+	}
+	row, ok, err := db.IncrementOne(ctx, core.IncrementRequest{Model: core.ModelRateLimit,
+		Where: []core.Where{core.Gte("count", 1)}, Increment: map[string]int64{"count": 5}})
+	if err != nil || !ok || row.Int("count") != 6 {
+		t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
+	}
+	if n, _ := db.Count(ctx, core.ModelRateLimit, core.Eq("count", 6)); n != 1 {
+		t.Errorf("%d rows changed, want 1", n)
+	}
+}
+
+// testIncrementSetOnly checks a request with Set and no Increment, and that
+// the row returned is the row stored.
+func testIncrementSetOnly(t *testing.T, db *core.DB) {
+	mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 3})
+	row, ok, err := db.IncrementOne(context.Background(), core.IncrementRequest{Model: core.ModelRateLimit,
+		Where: []core.Where{core.Eq("key", "k")}, Set: map[string]any{"count": 0, "lastRequest": 42}})
+	if err != nil || !ok || row.Int("count") != 0 || row.Int("lastRequest") != 42 {
+		t.Fatalf("IncrementOne = %v, %v, %v", row, ok, err)
+	}
+	stored := mustFind(t, db, core.ModelRateLimit)
+	if stored.Int("count") != 0 || stored.Int("lastRequest") != 42 || stored.Int("id") != row.Int("id") {
+		t.Errorf("stored %v, returned %v", stored, row)
+	}
+}
+
+// testIncrementOverflow checks that an increment past MaxInt64 fails,
+// wrapped once, and leaves the row as it was.
+func testIncrementOverflow(t *testing.T, db *core.DB) {
+	mustCreate(t, db, core.ModelRateLimit, map[string]any{"key": "k", "count": 1})
+	_, ok, err := db.IncrementOne(context.Background(), core.IncrementRequest{Model: core.ModelRateLimit,
+		Where: []core.Where{core.Eq("key", "k")}, Increment: map[string]int64{"count": math.MaxInt64}})
+	if ok || err == nil || !strings.Contains(err.Error(), "overflows") {
+		t.Fatalf("IncrementOne = %v, %v; want an overflow error", ok, err)
+	}
+	wrappedOnce(t, err, "IncrementOne", core.ModelRateLimit)
+	if row := mustFind(t, db, core.ModelRateLimit); row.Int("count") != 1 {
+		t.Errorf("count = %d, want 1", row.Int("count"))
 	}
 }
 

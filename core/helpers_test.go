@@ -157,3 +157,11 @@ func cols(where ...core.Where) []driver.Where {
 	}
 	return out
 }
+
+// incrementPaths are the memory store with its native IncrementOne and
+// without it, where core's fallback does the work: the tests that must
+// hold on both run once per entry.
+var incrementPaths = map[string]func(m *memory.Memory) driver.Adapter{
+	"native":   func(m *memory.Memory) driver.Adapter { return m },
+	"fallback": func(m *memory.Memory) driver.Adapter { return m.WithoutIncrementOne() },
+}
