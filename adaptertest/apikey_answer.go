@@ -11,13 +11,29 @@ import (
 )
 
 const ruleAnswerIsStoredKey = "a valid verification answers with the key as stored after its write, whatever changed since the manager last saw the key: " +
-	"name, metadata, permissions and expiry changed by another manager, and a row deleted and made again under the same hash (another id)"
+	"name, metadata, permissions and expiry changed by another manager, and a row deleted and made again under the same hash (another id), " +
+	"for a key with a quota and for one with a rate limit alone (whose verification only counts)"
 
 // apiKeyAnswerIsStoredKey holds a verification's answer to the stored row:
 // a manager remembers each key it verified and plans the next write from
 // that copy, so a write that returned too little, or a copy trusted for
 // what the write's guard does not pin, would answer with stale fields.
+// A key with a quota decrements it; one with a rate limit alone only
+// counts, a write that may answer with the count alone (the rest pinned).
 func apiKeyAnswerIsStoredKey(ctx context.Context, f *Fixture) error {
+	quota := int64(100)
+	if err := answerIsStoredKey(ctx, f, &quota); err != nil {
+		return fmt.Errorf("a key with a quota: %w", err)
+	}
+	if err := answerIsStoredKey(ctx, f, nil); err != nil {
+		return fmt.Errorf("a key with a rate limit alone: %w", err)
+	}
+	return nil
+}
+
+// answerIsStoredKey is apiKeyAnswerIsStoredKey on a key whose quota
+// (Remaining) is quota, none when nil.
+func answerIsStoredKey(ctx context.Context, f *Fixture, quota *int64) error {
 	clock := NewClock(time.Now().Truncate(time.Millisecond))
 	verifier, err := apikey.New(f.DB, apikey.WithClock(clock.Now))
 	if err != nil {
@@ -27,8 +43,7 @@ func apiKeyAnswerIsStoredKey(ctx context.Context, f *Fixture) error {
 	if err != nil {
 		return err
 	}
-	quota := int64(100)
-	plain, k, err := admin.Create(ctx, apikey.CreateParams{ReferenceID: "answer", Name: "first", Remaining: &quota, ExpiresIn: 24 * time.Hour,
+	plain, k, err := admin.Create(ctx, apikey.CreateParams{ReferenceID: "answer", Name: "first", Remaining: quota, ExpiresIn: 24 * time.Hour,
 		RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Hour, Max: 1000}, Metadata: map[string]any{"v": "1"}})
 	if err != nil {
 		return fmt.Errorf("Create: %w", err)
@@ -64,6 +79,23 @@ func apiKeyAnswerIsStoredKey(ctx context.Context, f *Fixture) error {
 	if err := same("after another manager's update"); err != nil {
 		return err
 	}
+	// One field at a time: a guard that pinned all but one of them would
+	// miss a change of that one alone.
+	for _, u := range []struct {
+		step string
+		p    apikey.UpdateParams
+	}{
+		{"after a rename alone", apikey.UpdateParams{Name: ptrTo("renamed again")}},
+		{"after new metadata alone", apikey.UpdateParams{Metadata: map[string]any{"v": "3"}}},
+		{"after new permissions alone", apikey.UpdateParams{Permissions: map[string][]string{"files": {"write"}}}},
+	} {
+		if _, err := admin.Update(ctx, k.ID, u.p); err != nil {
+			return fmt.Errorf("%s: Update: %w", u.step, err)
+		}
+		if err := same(u.step); err != nil {
+			return err
+		}
+	}
 	// The row goes and comes back under the same hash, with another id.
 	row, found, err := f.DB.FindOne(ctx, core.ModelAPIKey, core.Eq("id", k.ID))
 	if err != nil || !found {
@@ -88,3 +120,6 @@ func apiKeyAnswerIsStoredKey(ctx context.Context, f *Fixture) error {
 	}
 	return same("after the row was made again")
 }
+
+// ptrTo returns a pointer to a copy of v.
+func ptrTo[T any](v T) *T { return &v }

@@ -176,6 +176,15 @@ func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, 
 		g = newGuardValues(s)
 	}
 	w := consumeRequest(s, g, p, req, now, cost, b)
+	if d.counts(s, p) {
+		after, err := d.consumeCount(ctx, s, w, now)
+		if !errors.Is(err, core.ErrInvalid) {
+			return after, err
+		}
+		// A pinned text core refuses in a where clause (stored by
+		// another program): nothing was written; the write returning it
+		// decides.
+	}
 	w.Returning = writeReturns
 	row, ok, err := d.db.IncrementOne(ctx, w)
 	if err != nil || !ok {
@@ -198,9 +207,10 @@ type requestBuf struct {
 }
 
 var requests = sync.Pool{New: func() any {
-	// 20 where clauses: more than the 18 that consumeRequest adds at most
-	// (an anchored refill's snapshot among them).
-	return &requestBuf{where: make([]core.Where, 0, 20), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
+	// 32 where clauses: more than the 18 that consumeRequest adds at most
+	// (an anchored refill's snapshot among them), and than the 29 of a
+	// count's (consumeCount's pins added).
+	return &requestBuf{where: make([]core.Where, 0, 32), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
 }}
 
 // release empties b, so that it holds on to no value, and pools it.

@@ -16,7 +16,14 @@
 // the same settings, the counters in range), so a key changed meanwhile
 // makes it miss, never admit wrongly; then, and for a key not remembered,
 // the key is read first and the write planned on what was read. A lost
-// race re-reads and decides again, a bounded number of times.
+// race re-reads and decides again, a bounded number of times. A
+// verification that only counts (a key with a rate limit and no quota, in
+// its open window) asks for the count alone ([core.DB.IncrementValue]),
+// its guard pinning every other column the write would return to the
+// remembered copy: one statement on MySQL and MariaDB too, which have no
+// UPDATE … RETURNING, and one column returned instead of thirteen
+// elsewhere. A change of any of those columns (a rename, new metadata)
+// makes it miss, and the key is read.
 //
 // Beyond Better Auth's model, a key can carry named rate limits (such as
 // "requests" and "tokens") that verifications spend with a cost per name
@@ -108,7 +115,8 @@
 // core/driver (types.go) and the SQL engine (increment.go, build.go,
 // run.go, and database/sql's sqldb.go) 15 files from the call to the
 // statement and back, measured as the rate limiter's walk is (see
-// package ratelimit); 25 before the files that split one concern were
+// package ratelimit), and database_count.go besides for a verification
+// that only counts; 25 before the files that split one concern were
 // merged (keystore's limits.go and permissions.go; core's convert.go and
 // naming.go; core/driver's table.go, convert.go and roundtrips.go; the
 // engine's bind.go, stmtcache.go, dialect.go, errors.go, records.go).
