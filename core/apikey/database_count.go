@@ -33,13 +33,12 @@ func (d *dbStore) counts(s *keystore.Key, p keystore.Plan) bool {
 // consumeCount is consume for a count (see counts): w, consumeRequest's
 // write, goes to core.DB.IncrementValue, answering requestCount alone (on
 // MySQL and MariaDB, which have no UPDATE … RETURNING, one statement
-// instead of a read and a guarded write; elsewhere one column returned
-// instead of thirteen), with a guard that also pins every column of
-// writeReturns the write does not change to s's value. A hit therefore
-// proves the row was s but for requestCount, and the key after the write
-// is s with the count returned and updatedAt = now; a concurrent change
-// of any of them (a rename, new metadata) makes it miss, and the caller
-// reads the key, as after any miss.
+// instead of a read and a guarded write), with a guard that also pins
+// every column of writeReturns the write does not change to s's value. A
+// hit therefore proves the row was s but for requestCount, and the key
+// after the write is s with the count returned and updatedAt = now; a
+// change of any of them since s (a rename, new metadata) makes it miss,
+// and consume sends the write returning the row.
 func (d *dbStore) consumeCount(ctx context.Context, s *keystore.Key, w core.IncrementRequest, now time.Time) (*keystore.Key, error) {
 	w.Where = pinUnwritten(w.Where, s)
 	n, ok, err := d.db.IncrementValue(ctx, w)

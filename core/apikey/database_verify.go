@@ -176,19 +176,27 @@ func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, 
 		g = newGuardValues(s)
 	}
 	w := consumeRequest(s, g, p, req, now, cost, b)
-	if d.counts(s, p) {
+	missed := false
+	if d.counts(s, p) && !g.written.Load() {
 		after, err := d.consumeCount(ctx, s, w, now)
-		if !errors.Is(err, core.ErrInvalid) {
+		switch {
+		case err == nil && after == nil:
+			// A pinned column moved, or a guard broke: the write
+			// returning the row decides, and tells which.
+			missed = true
+		case !errors.Is(err, core.ErrInvalid):
 			return after, err
 		}
-		// A pinned text core refuses in a where clause (stored by
-		// another program): nothing was written; the write returning it
-		// decides.
+		// ErrInvalid: a pinned text core refuses in a where clause
+		// (stored by another program); nothing was written.
 	}
 	w.Returning = writeReturns
 	row, ok, err := d.db.IncrementOne(ctx, w)
 	if err != nil || !ok {
 		return nil, err
+	}
+	if missed {
+		g.written.Store(true)
 	}
 	after := fromWrite(s, row)
 	if anchorMarked(after) {

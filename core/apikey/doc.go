@@ -18,12 +18,15 @@
 // the key is read first and the write planned on what was read. A lost
 // race re-reads and decides again, a bounded number of times. A
 // verification that only counts (a key with a rate limit and no quota, in
-// its open window) asks for the count alone ([core.DB.IncrementValue]),
-// its guard pinning every other column the write would return to the
-// remembered copy: one statement on MySQL and MariaDB too, which have no
-// UPDATE … RETURNING, and one column returned instead of thirteen
-// elsewhere. A change of any of those columns (a rename, new metadata)
-// makes it miss, and the key is read.
+// its open window) on MySQL and MariaDB, which have no UPDATE …
+// RETURNING, asks for the count alone ([core.DB.IncrementValue], where
+// [core.DB.NativeValueIncrement]), its guard pinning every other column
+// the write would return to the remembered copy: one statement rather
+// than a read and a write. A change of any of those columns (a rename,
+// new metadata) makes it miss, and the write returning the row decides;
+// when that one hits, another program writes the key's pinned columns
+// (Better Auth's own verification stamps lastRequest on every request),
+// and the key's later verifications take the returning write at once.
 //
 // Beyond Better Auth's model, a key can carry named rate limits (such as
 // "requests" and "tokens") that verifications spend with a cost per name

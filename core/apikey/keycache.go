@@ -49,6 +49,11 @@ type remembered struct {
 type guardValues struct {
 	id, key                       any // the row's id and hash
 	window, max, interval, amount any // nil for NULL
+	// written: a count's write (consumeCount) on this key missed where
+	// the write returning the row then hit, so another program writes
+	// the columns a count pins (Better Auth's own verification stamps
+	// lastRequest on every request): its verifications no longer try it.
+	written atomic.Bool
 }
 
 // newGuardValues boxes s's stable guard values.

@@ -47,6 +47,29 @@ func TestCountingVerificationIsOneStatement(t *testing.T) {
 				t.Errorf("verification %d of a remembered key sent %d statements, want 1", i, n)
 			}
 		}
+		// Another program stamps lastRequest, which a count pins, as
+		// Better Auth's own verification does on every request: the count
+		// misses and the write returning the row answers (1 + 2
+		// statements where the count is IncrementValue's, as on MySQL);
+		// from then on the key's verifications take that write at once.
+		want := []int64{1, 1}
+		if db.NativeValueIncrement() {
+			want = []int64{3, 2}
+		}
+		for i, w := range want {
+			stamp := time.Now().UTC().Truncate(time.Millisecond).Add(time.Duration(i) * time.Millisecond)
+			if _, err := e.db.UpdateMany(e.ctx, core.ModelAPIKey, []core.Where{core.Eq("referenceId", "count")}, map[string]any{"lastRequest": stamp}); err != nil {
+				t.Fatal(err)
+			}
+			c.n.Store(0)
+			r, err := m.Verify(e.ctx, plain)
+			if err != nil || !r.Valid || r.Key.RequestCount != int64(5+i) || !r.Key.LastRequest.Equal(stamp) {
+				t.Fatalf("verification after stamp %d: %+v, %v; want valid, count %d, lastRequest %v", i+1, r, err, 5+i, stamp)
+			}
+			if n := c.n.Load(); n != w {
+				t.Errorf("verification after stamp %d sent %d statements, want %d", i+1, n, w)
+			}
+		}
 	})
 }
 
