@@ -177,7 +177,7 @@ func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, 
 	}
 	w := consumeRequest(s, g, p, req, now, cost, b)
 	missed := false
-	if d.counts(s, p) && !g.written.Load() {
+	if d.counts(s, p) && g.tryCount() {
 		after, err := d.consumeCount(ctx, s, w, now)
 		switch {
 		case err == nil && after == nil:
@@ -196,7 +196,7 @@ func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, 
 		return nil, err
 	}
 	if missed {
-		g.written.Store(true)
+		g.skip.Store(countBackoff)
 	}
 	after := fromWrite(s, row)
 	if anchorMarked(after) {

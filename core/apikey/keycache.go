@@ -49,11 +49,26 @@ type remembered struct {
 type guardValues struct {
 	id, key                       any // the row's id and hash
 	window, max, interval, amount any // nil for NULL
-	// written: a count's write (consumeCount) on this key missed where
-	// the write returning the row then hit, so another program writes
-	// the columns a count pins (Better Auth's own verification stamps
-	// lastRequest on every request): its verifications no longer try it.
-	written atomic.Bool
+	// skip counts down the verifications of this key that do not try a
+	// count's write (consumeCount): one missed where the write returning
+	// the row then hit, so something else writes the columns a count pins
+	// (Better Auth's own verification stamps lastRequest on every
+	// request; an admin renamed the key). The next countBackoff take the
+	// returning write at once; then a count is tried again.
+	skip atomic.Int32
+}
+
+// countBackoff is how many verifications of a key take the returning
+// write after a count's write missed on it: in a deployment where another
+// program keeps writing the key, one verification in countBackoff pays a
+// missed count (three statements instead of two on MySQL); after a single
+// change, the key's counts are one statement again that many later.
+const countBackoff = 64
+
+// tryCount reports whether this key's verification may try a count's
+// write, counting down skip.
+func (g *guardValues) tryCount() bool {
+	return g.skip.Load() <= 0 || g.skip.Add(-1) < 0
 }
 
 // newGuardValues boxes s's stable guard values.

@@ -33,7 +33,7 @@ func TestCountingVerificationIsOneStatement(t *testing.T) {
 			t.Fatal(err)
 		}
 		plain, _, err := m.Create(e.ctx, apikey.CreateParams{ReferenceID: "count", Name: "counted",
-			RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Hour, Max: 10}})
+			RateLimit: &apikey.RateLimit{Enabled: true, Window: time.Hour, Max: 100}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestCountingVerificationIsOneStatement(t *testing.T) {
 		// Better Auth's own verification does on every request: the count
 		// misses and the write returning the row answers (1 + 2
 		// statements where the count is IncrementValue's, as on MySQL);
-		// from then on the key's verifications take that write at once.
+		// the key's next verifications take that write at once.
 		want := []int64{1, 1}
 		if db.NativeValueIncrement() {
 			want = []int64{3, 2}
@@ -69,6 +69,20 @@ func TestCountingVerificationIsOneStatement(t *testing.T) {
 			if n := c.n.Load(); n != w {
 				t.Errorf("verification after stamp %d sent %d statements, want %d", i+1, n, w)
 			}
+		}
+		// No one else writes it now: after the backoff its counts are
+		// one statement again.
+		for range 64 {
+			if r, err := m.Verify(e.ctx, plain); err != nil || !r.Valid {
+				t.Fatalf("%+v, %v", r, err)
+			}
+		}
+		c.n.Store(0)
+		if r, err := m.Verify(e.ctx, plain); err != nil || !r.Valid || r.Key.RequestCount != 71 {
+			t.Fatalf("after the backoff: %+v, %v; want valid, count 71", r, err)
+		}
+		if n := c.n.Load(); n != 1 {
+			t.Errorf("after the backoff a verification sent %d statements, want 1", n)
 		}
 	})
 }
