@@ -85,10 +85,19 @@ func answerIsStoredKey(ctx context.Context, f *Fixture, quota *int64) error {
 		step string
 		p    apikey.UpdateParams
 	}{
-		{"after a rename alone", apikey.UpdateParams{Name: ptrTo("renamed again")}},
+		{"after a rename alone", apikey.UpdateParams{Name: ptrString("renamed again")}},
 		{"after new metadata alone", apikey.UpdateParams{Metadata: map[string]any{"v": "3"}}},
 		{"after new permissions alone", apikey.UpdateParams{Permissions: map[string][]string{"files": {"write"}}}},
 	} {
+		// A verifier of its own that has seen the key once: the
+		// verification after the change is planned from that copy, and
+		// no earlier miss makes it skip the write planned from it.
+		if verifier, err = apikey.New(f.DB, apikey.WithClock(clock.Now)); err != nil {
+			return err
+		}
+		if err := same(u.step + ": a new verifier's first verification"); err != nil {
+			return err
+		}
 		if _, err := admin.Update(ctx, k.ID, u.p); err != nil {
 			return fmt.Errorf("%s: Update: %w", u.step, err)
 		}
@@ -120,6 +129,3 @@ func answerIsStoredKey(ctx context.Context, f *Fixture, quota *int64) error {
 	}
 	return same("after the row was made again")
 }
-
-// ptrTo returns a pointer to a copy of v.
-func ptrTo[T any](v T) *T { return &v }

@@ -15,10 +15,10 @@ const maxPinnedText = 1024
 
 // counts reports whether the verification planned as p of s is a count in
 // the key's open window and nothing else (requestCount += cost, updatedAt
-// = now), which consumeCount writes in one statement where the adapter
+// = now) on a key without a quota, which consumeCount writes in one statement where the adapter
 // answers one column cheaply.
 func (d *dbStore) counts(s *keystore.Key, p keystore.Plan) bool {
-	if !p.Increment || p.Reset || p.Refill || p.Decrement || s.LastRequest == nil || !d.db.NativeValueIncrement() {
+	if !p.Increment || p.Reset || p.Refill || p.Decrement || s.LastRequest == nil || s.Remaining != nil || !d.db.NativeValueIncrement() {
 		return false
 	}
 	n := len(s.ConfigID) + len(s.ReferenceID)
@@ -39,8 +39,8 @@ func (d *dbStore) counts(s *keystore.Key, p keystore.Plan) bool {
 // after the write is s with the count returned and updatedAt = now; a
 // change of any of them since s (a rename, new metadata) makes it miss,
 // and consume sends the write returning the row.
-func (d *dbStore) consumeCount(ctx context.Context, s *keystore.Key, w core.IncrementRequest, now time.Time) (*keystore.Key, error) {
-	w.Where = pinUnwritten(w.Where, s)
+func (d *dbStore) consumeCount(ctx context.Context, s *keystore.Key, w core.IncrementRequest, need *required, now time.Time) (*keystore.Key, error) {
+	w.Where = pinUnwritten(w.Where, s, need)
 	n, ok, err := d.db.IncrementValue(ctx, w)
 	if err != nil || !ok {
 		return nil, err
@@ -51,19 +51,25 @@ func (d *dbStore) consumeCount(ctx context.Context, s *keystore.Key, w core.Incr
 	return &after, nil
 }
 
-// pinUnwritten appends to where the guards that hold each column of
-// writeReturns but requestCount and updatedAt equal to s's: texts by
-// equality or IS NULL, times to s's millisecond (the key's precision:
-// [t, t+1ms)) or IS NULL, the remaining quota by equality or IS NULL.
-func pinUnwritten(where []core.Where, s *keystore.Key) []core.Where {
+// pinUnwritten appends to where, consumeRequest's guard for a count of s
+// under need, the guards that hold each column of writeReturns but
+// requestCount and updatedAt equal to s's, where that guard does not
+// already: texts by equality or IS NULL, times to s's millisecond (the
+// key's precision: [t, t+1ms)) or IS NULL. (It holds remaining IS NULL,
+// which counts requires; an expiry IS NULL; the permissions when need
+// names some.)
+func pinUnwritten(where []core.Where, s *keystore.Key, need *required) []core.Where {
 	where = append(where, core.Eq("configId", s.ConfigID), core.Eq("referenceId", s.ReferenceID),
 		textOrNull("name", s.Name), textOrNull("start", s.Start), textOrNull("prefix", s.Prefix),
-		textOrNull("permissions", s.Permissions), textOrNull("metadata", s.Metadata))
-	where = msOrNull(msOrNull(msOrNull(where, "lastRequest", s.LastRequest), "lastRefillAt", s.LastRefillAt), "expiresAt", s.ExpiresAt)
-	if s.Remaining == nil {
-		return append(where, core.IsNull("remaining"))
+		textOrNull("metadata", s.Metadata))
+	if need.none() {
+		where = append(where, textOrNull("permissions", s.Permissions))
 	}
-	return append(where, core.Eq("remaining", *s.Remaining))
+	where = msOrNull(msOrNull(where, "lastRequest", s.LastRequest), "lastRefillAt", s.LastRefillAt)
+	if s.ExpiresAt != nil {
+		where = msOrNull(where, "expiresAt", s.ExpiresAt)
+	}
+	return where
 }
 
 // textOrNull compares a text column with an optional value, NULL by IS NULL.

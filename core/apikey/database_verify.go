@@ -178,7 +178,7 @@ func (d *dbStore) consume(ctx context.Context, s *keystore.Key, g *guardValues, 
 	w := consumeRequest(s, g, p, req, now, cost, b)
 	missed := false
 	if d.counts(s, p) && g.tryCount() {
-		after, err := d.consumeCount(ctx, s, w, now)
+		after, err := d.consumeCount(ctx, s, w, req, now)
 		switch {
 		case err == nil && after == nil:
 			// A pinned column moved, or a guard broke: the write
@@ -216,8 +216,8 @@ type requestBuf struct {
 
 var requests = sync.Pool{New: func() any {
 	// 32 where clauses: more than the 18 that consumeRequest adds at most
-	// (an anchored refill's snapshot among them), and than the 29 of a
-	// count's (consumeCount's pins added).
+	// (an anchored refill's snapshot among them), and than a count's with
+	// consumeCount's pins added.
 	return &requestBuf{where: make([]core.Where, 0, 32), inc: make(map[string]int64, 2), set: make(map[string]any, 5)}
 }}
 

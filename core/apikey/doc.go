@@ -26,7 +26,8 @@
 // new metadata) makes it miss, and the write returning the row decides;
 // when that one hits, another program writes the key's pinned columns
 // (Better Auth's own verification stamps lastRequest on every request),
-// and the key's later verifications take the returning write at once.
+// and the key's next 64 verifications take the returning write at once
+// before a count is tried again.
 //
 // Beyond Better Auth's model, a key can carry named rate limits (such as
 // "requests" and "tokens") that verifications spend with a cost per name
