@@ -135,10 +135,10 @@ func TestScenariosCatchNonAtomicAdapter(t *testing.T) {
 			})
 		}
 	}
-	// 8 races (4 bodies, one pool and several), 27 rate-limit bursts (the
-	// lease race, the two calendar bursts, two policies and the two
+	// 8 races (4 bodies, one pool and several), 28 rate-limit bursts (the
+	// lease race, the three calendar bursts, two policies and the two
 	// cold-limiter bursts among them) and 16 API-key races
-	require.Equal(t, 51, catchers, "cases that claim to catch the non-atomic adapter")
+	require.Equal(t, 52, catchers, "cases that claim to catch the non-atomic adapter")
 }
 
 // TestNonAtomicAdapterPassesSequentialContract shows that what the race

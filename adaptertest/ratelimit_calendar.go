@@ -16,10 +16,34 @@ import (
 // ruleCalendar is what the calendar-window bursts check.
 const ruleCalendar = "under a daily calendar rule in Europe/Berlin (max 10) on its 25-hour day (2026-10-25), 64 concurrent requests admit exactly max; " +
 	"then 64 more at once, half from limiters reading the day's last millisecond and half from limiters reading the next local midnight, " +
-	"admit none in the full day and exactly max in the next, whose window starts at that midnight (the row's lastRequest, the counter's name)"
+	"admit none on the early clocks, counted in neither day (a reading of the full day is denied even once the next day's window is open), " +
+	"and exactly max on the late ones, in the next day, whose window starts at that midnight (the row's lastRequest, the counter's name); " +
+	"one request at a time on a fresh key, a reading of the full day after the next day's first request is denied"
 
-// rlCalendar races the calendar day's two bursts over pools DBs.
-func rlCalendar(pools int) func(testing.TB, *Fixture) {
+// ruleCalendarPolicy is what the calendar bursts check in a policy.
+const ruleCalendarPolicy = "the same two bursts on a policy of that daily rule and a per-minute rule (max 1000): " +
+	"the daily rule's row holds exactly max in the next day, and no request on the early clocks is admitted"
+
+// calendarDecide is how the bursts charge a limiter: one rule, or a policy
+// holding it.
+type calendarDecide func(ctx context.Context, l *ratelimit.Limiter, key string, rule ratelimit.Rule) (ratelimit.Decision, error)
+
+func consumeRule(ctx context.Context, l *ratelimit.Limiter, key string, rule ratelimit.Rule) (ratelimit.Decision, error) {
+	return l.Consume(ctx, key, rule)
+}
+
+// calendarPolicyRule is the name of the calendar rule in consumePolicy's policy.
+const calendarPolicyRule = "day"
+
+func consumePolicy(ctx context.Context, l *ratelimit.Limiter, key string, rule ratelimit.Rule) (ratelimit.Decision, error) {
+	rule.Name = calendarPolicyRule
+	return l.ConsumePolicy(ctx, key, ratelimit.Policy{rule, {Name: "minute", Window: time.Minute, Max: 1000}}, 1)
+}
+
+// rlCalendar races the calendar day's two bursts over pools DBs, each
+// request decided by decide; in a policy, the calendar rule's row is the
+// one checked.
+func rlCalendar(pools int, decide calendarDecide, row string) func(testing.TB, *Fixture) {
 	return checked(func(ctx context.Context, f *Fixture) error {
 		dbs, err := f.DBs(pools)
 		if err != nil {
@@ -27,8 +51,11 @@ func rlCalendar(pools int) func(testing.TB, *Fixture) {
 		}
 		store := func(i int) ratelimit.Storage { return ratelimit.Database(dbs[i%len(dbs)]) }
 		key := "calendar"
-		if err := calendarBursts(ctx, store, key); err != nil {
+		if err := calendarBursts(ctx, store, key, decide); err != nil {
 			return err
+		}
+		if row != "" {
+			key = "{" + key + "}" + ratelimit.PolicySeparator + row
 		}
 		count, last, err := rlRow(ctx, f, key)
 		if err != nil {
@@ -46,7 +73,7 @@ func rlCalendar(pools int) func(testing.TB, *Fixture) {
 func storageCalendar(ctx context.Context, f *storageFixture, clients []driver.SecondaryStorage, round int) error {
 	key := "calendar:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":" + strconv.Itoa(round)
 	store := func(i int) ratelimit.Storage { return ratelimit.Secondary(clients[i%len(clients)]) }
-	if err := calendarBursts(ctx, store, key); err != nil {
+	if err := calendarBursts(ctx, store, key, consumeRule); err != nil {
 		return err
 	}
 	_, end := calendarDay()
@@ -70,7 +97,7 @@ func calendarDay() (first, end time.Time) {
 
 // calendarBursts runs the two bursts on limiters over store(i), half
 // reading the early clock and half the late one.
-func calendarBursts(ctx context.Context, store func(i int) ratelimit.Storage, key string) error {
+func calendarBursts(ctx context.Context, store func(i int) ratelimit.Storage, key string, decide calendarDecide) error {
 	first, end := calendarDay()
 	rule := ratelimit.Rule{Max: rlMax, Calendar: ratelimit.Day, Location: first.Location()}
 	early, late := NewClock(first), NewClock(end)
@@ -86,25 +113,29 @@ func calendarBursts(ctx context.Context, store func(i int) ratelimit.Storage, ke
 		}
 		ls = append(ls, l)
 	}
-	burst := func(pick func(i int) *ratelimit.Limiter) (admitted, old int64, err error) {
+	// burst releases rlBurst requests, the i-th on ls[pick(i)], and
+	// counts the admitted and those admitted on an early clock (an even
+	// index) or reported in the early day.
+	burst := func(pick func(i int) int) (admitted, old int64, err error) {
 		var n, o atomic.Int64
 		var once sync.Once
 		Release(rlBurst, func(i int) {
-			d, e := pick(i).Consume(ctx, key, rule)
+			j := pick(i)
+			d, e := decide(ctx, ls[j], key, rule)
 			if e != nil {
 				once.Do(func() { err = e })
 				return
 			}
 			if d.Allowed {
 				n.Add(1)
-				if !d.Reset.After(end) {
+				if j%2 == 0 || !d.Reset.After(end) {
 					o.Add(1)
 				}
 			}
 		})
 		return n.Load(), o.Load(), err
 	}
-	n, _, err := burst(func(i int) *ratelimit.Limiter { return ls[(i%rlPools)*2] })
+	n, _, err := burst(func(i int) int { return (i % rlPools) * 2 })
 	switch {
 	case err != nil:
 		return fmt.Errorf("the first burst: %w", err)
@@ -112,14 +143,33 @@ func calendarBursts(ctx context.Context, store func(i int) ratelimit.Storage, ke
 		return fmt.Errorf("the first burst admitted %d, want exactly %d", n, rlMax)
 	}
 	early.Set(end.Add(-time.Millisecond))
-	n, old, err := burst(func(i int) *ratelimit.Limiter { return ls[i%len(ls)] })
+	n, old, err := burst(func(i int) int { return i % len(ls) })
 	switch {
 	case err != nil:
 		return fmt.Errorf("the burst across midnight: %w", err)
 	case old != 0:
-		return fmt.Errorf("the burst across midnight admitted %d in the full day", old)
+		return fmt.Errorf("the burst across midnight admitted %d on clocks reading the full day", old)
 	case n != rlMax:
 		return fmt.Errorf("the burst across midnight admitted %d, want exactly %d in the new day", n, rlMax)
+	}
+	return lateReading(ctx, ls[0], ls[1], key+":late", rule, decide)
+}
+
+// lateReading checks, one request at a time, that a reading of a full
+// day's last millisecond (on early) made after a reading of the next day
+// (on late) is denied: the key's row then holds the next day, which must
+// not count it.
+func lateReading(ctx context.Context, early, late *ratelimit.Limiter, key string, rule ratelimit.Rule, decide calendarDecide) error {
+	for i := range rlMax {
+		if d, err := decide(ctx, early, key, rule); err != nil || !d.Allowed {
+			return fmt.Errorf("request %d of the full day, one at a time: %+v, %v; want admitted", i, d, err)
+		}
+	}
+	if d, err := decide(ctx, late, key, rule); err != nil || !d.Allowed {
+		return fmt.Errorf("the next day's first request: %+v, %v; want admitted", d, err)
+	}
+	if d, err := decide(ctx, early, key, rule); err != nil || d.Allowed {
+		return fmt.Errorf("a reading of the full day after the next day's first request: %+v, %v; want denied", d, err)
 	}
 	return nil
 }

@@ -213,13 +213,13 @@ func TestCalendarBoundaryRace(t *testing.T) {
 			}
 			if d.Allowed {
 				admitted.Add(1)
-				if d.Reset.Equal(end) {
+				if i%2 == 0 || d.Reset.Equal(end) {
 					old.Add(1)
 				}
 			}
 		})
 		if old.Load() != 0 {
-			t.Errorf("%d admitted in the full day", old.Load())
+			t.Errorf("%d admitted on the clock reading the full day", old.Load())
 		}
 		return admitted.Load()
 	}
@@ -237,6 +237,73 @@ func TestCalendarBoundaryRace(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestCalendarLateReadingIsDenied: a reading of a period's last
+// millisecond that reaches the key's row or counter after a clock ahead
+// opened the next period there is denied, with nothing left until its own
+// period ends, rather than counted in the next period: there it would be
+// admitted past its own period's Max. Alone, in a policy, through In and
+// in a check; the next period's count is untouched by it.
+func TestCalendarLateReadingIsDenied(t *testing.T) {
+	berlin := testclock.Zone(t, "Europe/Berlin")
+	end := time.Date(2026, 3, 30, 0, 0, 0, 0, berlin) // after the 23-hour day
+	rule := ratelimit.Rule{Name: "day", Max: 2, Calendar: ratelimit.Day, Location: berlin}
+	type decide func(l *ratelimit.Limiter) (ratelimit.Decision, error)
+	ctx := context.Background()
+	p := ratelimit.Policy{rule, {Name: "burst", Window: time.Minute, Max: 100}}
+	alone := func(l *ratelimit.Limiter) (ratelimit.Decision, error) { return l.Consume(ctx, "late", rule) }
+	policy := func(l *ratelimit.Limiter) (ratelimit.Decision, error) { return l.ConsumePolicy(ctx, "late", p, 1) }
+	peeks := map[string]decide{
+		"alone":  func(l *ratelimit.Limiter) (ratelimit.Decision, error) { return l.Check(ctx, "late", rule) },
+		"policy": func(l *ratelimit.Limiter) (ratelimit.Decision, error) { return l.CheckPolicy(ctx, "late", p) },
+	}
+	check := func(t *testing.T, early, late *ratelimit.Limiter, consume, peek decide) {
+		t.Helper()
+		for i, c := range []struct {
+			l    *ratelimit.Limiter
+			want bool
+		}{{early, true}, {early, true}, {late, true}, {early, false}, {late, true}, {late, false}} {
+			d, err := consume(c.l)
+			if err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+			if d.Allowed != c.want {
+				t.Fatalf("request %d (on the %s clock): %+v, want allowed %v", i, map[bool]string{true: "early", false: "late"}[c.l == early], d, c.want)
+			}
+			if c.l == early && !c.want && (d.Remaining != 0 || !d.Reset.Equal(end)) {
+				t.Errorf("the late reading's denial: remaining %d, reset %v; want 0 and its own day's end %v", d.Remaining, d.Reset, end)
+			}
+		}
+		if d, err := peek(early); err != nil || d.Allowed || d.Remaining != 0 {
+			t.Errorf("a check on the early clock: %+v, %v; want denied, nothing remaining", d, err)
+		}
+	}
+	limiters := func(t *testing.T, s ratelimit.Storage) (early, late *ratelimit.Limiter) {
+		return newLimiter(t, s, ratelimit.WithClock(func() time.Time { return end.Add(-time.Millisecond) })),
+			newLimiter(t, s, ratelimit.WithClock(func() time.Time { return end }))
+	}
+	eachBackend(t, func(t *testing.T, b backend, c *clock) {
+		c.Clock.Set(end)
+		for name, consume := range map[string]decide{"alone": alone, "policy": policy} {
+			t.Run(name, func(t *testing.T) {
+				early, late := limiters(t, b.storage(c))
+				check(t, early, late, consume, peeks[name])
+			})
+		}
+	})
+	for name, db := range txDBs(t) {
+		t.Run("in/"+name, func(t *testing.T) {
+			early, late := limiters(t, ratelimit.Database(db))
+			in := func(consume decide) decide {
+				return func(l *ratelimit.Limiter) (d ratelimit.Decision, err error) {
+					inTx(t, db, true, func(_ context.Context, tx *core.DB) { d, err = consume(l.In(tx)) })
+					return d, err
+				}
+			}
+			check(t, early, late, in(alone), peeks["alone"])
+		})
+	}
 }
 
 // TestCalendarRulesRefused: what a calendar rule cannot be, and the modes

@@ -220,7 +220,7 @@ type request struct {
 }
 
 var requests = sync.Pool{New: func() any {
-	return &request{where: make([]core.Where, 0, 3), inc: make(map[string]int64, 1), set: make(map[string]any, 1)}
+	return &request{where: make([]core.Where, 0, 4), inc: make(map[string]int64, 1), set: make(map[string]any, 1)}
 }}
 
 func (r *request) release() {
@@ -250,16 +250,17 @@ func (s *dbStorage) reset(ctx context.Context, key string) error {
 
 // rowClaim is what one decision knows of a key's row while it claims.
 type rowClaim struct {
-	key    string
-	max, w int64 // the rule's Max, and its window in ms (a calendar rule's: the current period's)
-	now    int64
-	// after and open are the rule's frame at now: a stored start at or
-	// before after is a window that is over; a window opened now starts at
-	// open (now, or a calendar period's start).
-	after, open int64
-	better      bool // BetterAuthWindow: an admission moves the start to now
-	attempts    int
-	misses      int // passes that lost a race (see claim)
+	key string
+	max int64 // the rule's Max
+	now int64
+	// frame is the rule's frame at now: a stored start at or before after
+	// is a window that is over; a window opened now starts at open (now,
+	// or a calendar period's start) and lasts w ms; a stored start at or
+	// after next is a later calendar period.
+	frame
+	better   bool // BetterAuthWindow: an admission moves the start to now
+	attempts int
+	misses   int // passes that lost a race (see claim)
 
 	// known: count and last are a state of the row in a window live at
 	// now, read or returned by a write.
@@ -275,9 +276,7 @@ type rowClaim struct {
 // newClaim begins a decision on key at now, with the window start this
 // process remembers for it (never under BetterAuthWindow, whose start moves).
 func (s *dbStorage) newClaim(key string, rule Rule, m Mode, now int64, attempts int) rowClaim {
-	f := rule.frame(now)
-	r := rowClaim{key: key, max: rule.Max, w: f.w, now: now, after: f.after, open: f.open,
-		better: m == BetterAuthWindow, attempts: attempts}
+	r := rowClaim{key: key, max: rule.Max, now: now, frame: rule.frame(now), better: m == BetterAuthWindow, attempts: attempts}
 	if !r.better {
 		r.start, r.started = s.start(key, r.after, now)
 	}
@@ -365,7 +364,7 @@ func (s *dbStorage) increment(ctx context.Context, r *rowClaim, k, bound int64) 
 			r.count, r.last, r.known = n, r.start, true
 		}
 	case s.tx:
-		inc.Where = append(sc.where[:0], core.Eq("key", r.key), core.Gt("lastRequest", r.after), core.Lte("count", bound))
+		inc.Where = append(r.live(append(sc.where[:0], core.Eq("key", r.key))), core.Lte("count", bound))
 		var row core.Row
 		if row, ok, err = s.db.IncrementOne(ctx, inc); ok {
 			r.learn(row.Int("count"), row.Int("lastRequest"))
@@ -409,6 +408,10 @@ func (s *dbStorage) settle(ctx context.Context, r *rowClaim, k int64) (done, los
 		return s.opened(r, k), false, nil
 	}
 	count, last := row.Int("count"), row.Int("lastRequest")
+	if r.later(last) {
+		r.denyLater()
+		return false, false, nil
+	}
 	if last > r.after {
 		r.learn(count, last)
 		if !r.better {
@@ -458,6 +461,14 @@ func (s *dbStorage) lost(err error) bool { return !s.tx && lostRace(err) }
 func (r *rowClaim) learn(count, last int64) {
 	r.count, r.last, r.known = count, last, true
 	r.start, r.started = last, !r.better
+}
+
+// denyLater records a row that holds a window later than this reading's
+// (see frame.later): the state to deny at, with nothing left in the
+// reading's own window, which resets at its end.
+func (r *rowClaim) denyLater() {
+	r.count, r.last, r.known = r.max, r.open, true
+	r.started = false
 }
 
 // opened records a window k opened (at now, or at a calendar period's

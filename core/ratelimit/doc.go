@@ -66,10 +66,16 @@
 // start (the guards of the counter-row protocol below compare it with the
 // current period's start instead of now − Window, and a window opened or
 // reset is given the period's start, not now). [Memory] keeps its counter
-// likewise. [Secondary] keeps one counter per period, named key +
-// [SlidingSeparator] + the period's start in epoch milliseconds, living
-// one period past its end, so that the storage's own clock never decides
-// where a period ends; [Limiter.ResetRule] finds those counters
+// likewise. A request whose clock still reads a period after another
+// process, its clock ahead, opened the next one in that row or counter is
+// denied, with nothing remaining until its own period ends: the row no
+// longer holds its period's count, and counting it in the next period
+// would admit it past its own period's Max. [Secondary] keeps one counter
+// per period, named key + [SlidingSeparator] + the period's start in
+// epoch milliseconds, living one period past its end (rounded up to a
+// whole second), so that the storage's own clock never decides where a
+// period ends and a late reading counts in its own period's counter;
+// [Limiter.ResetRule] finds those counters
 // ([Limiter.Reset], knowing no rule, cannot). [Calendar.Longest] bounds a
 // period (25 hours, 7 days, 31 days and 366 days, each with an hour of
 // daylight-saving time); [WithLongestWindow] is compared with it, so

@@ -171,7 +171,8 @@ func (s *dbStorage) consumeAtOnce(ctx context.Context, items []*item, cost, now 
 
 // policyCases are a rule's guarded writes of cost on its row, the first
 // that holds applying, as a lone request makes them one at a time:
-//   - fixed and Better Auth windows: in a live window with room, count +=
+//   - fixed and Better Auth windows: in a live window (not a later one:
+//     see frame.later) with room, count +=
 //     cost (under BetterAuthWindow lastRequest := now); in a window that
 //     is over, count := cost and lastRequest := the new window's start;
 //   - GCRA: on a busy key with room, lastRequest += cost·T; on an idle
@@ -194,7 +195,7 @@ func policyCases(rule Rule, cost, now int64, m Mode) []core.IncrementRequest {
 	}
 	f := rule.frame(now)
 	live := core.IncrementRequest{
-		Where:     []core.Where{core.Gt("lastRequest", f.after), core.Lte("count", rule.Max-cost)},
+		Where:     append(f.live(make([]core.Where, 0, 3)), core.Lte("count", rule.Max-cost)),
 		Increment: map[string]int64{"count": cost},
 	}
 	if m == BetterAuthWindow {

@@ -172,13 +172,14 @@ func (r Rule) longest() time.Duration {
 // frame is where a request at now counts, in the terms of a fixed window's
 // counter (a count and the window's start, epoch ms):
 //   - a stored start at or before after is a window that is over;
-//   - open is the start a new window gets, w its length: it ends at open + w.
+//   - open is the start a new window gets, w its length: it ends at open + w;
+//   - a stored start at or after next is a later window (see later).
 //
 // For a window of the rule's Window, a start more than Window ago is
 // over and a new window opens at now. For a calendar rule, a start before
 // the current period's is over and a new window opens at the period's
 // start, lasting until the next period's.
-type frame struct{ after, open, w int64 }
+type frame struct{ after, open, w, next int64 }
 
 // frame returns the rule's frame at now.
 func (r *Rule) frame(now int64) frame {
@@ -186,18 +187,40 @@ func (r *Rule) frame(now int64) frame {
 		return r.calendarFrame(now)
 	}
 	w := r.Window.Milliseconds()
-	return frame{after: now - w, open: now, w: w}
+	return frame{after: now - w, open: now, w: w, next: math.MaxInt64}
 }
 
 // calendarFrame is frame for a calendar rule, out of line so that a
 // rolling rule's frame inlines into every decision.
 func (r *Rule) calendarFrame(now int64) frame {
 	start, end := r.Calendar.period(now, r.location())
-	return frame{after: start - 1, open: start, w: end - start}
+	return frame{after: start - 1, open: start, w: end - start, next: end}
 }
 
 // end is the end of the window that opens in f.
 func (f frame) end() int64 { return f.open + f.w }
+
+// later reports a stored start of a calendar period after the one the
+// request counts in: a process whose clock is ahead opened the next
+// period in the key's row while this reading is in the last moments of
+// the period before. The row holds that period now, and the count of the
+// request's own period is gone with it, so the request is denied: counted
+// in the next period, it would be admitted past its own period's Max.
+// A rolling rule's windows are the row's own (a window opens at its
+// key's first request), so no stored start is later than one it counts
+// in: a start ahead of this clock is another process's skew.
+func (f frame) later(start int64) bool { return start >= f.next }
+
+// live appends to w the guards on lastRequest of a write in the window
+// live in f: a start after after and, for a calendar rule, before the
+// next period's.
+func (f frame) live(w []core.Where) []core.Where {
+	w = append(w, core.Gt("lastRequest", f.after))
+	if f.next != math.MaxInt64 {
+		w = append(w, core.Lt("lastRequest", f.next))
+	}
+	return w
+}
 
 // nameProblem says what is wrong with a rule's name, or "".
 func nameProblem(name string) string {

@@ -65,13 +65,16 @@ func (s *secondaryStorage) consume(ctx context.Context, key string, rule Rule, c
 // counter per period, named after the key and the period's start (epoch
 // ms, after [SlidingSeparator]), so that every process counts a period in
 // one counter whatever the storage's clock; it lives until one period
-// after its own ends, past any decision of a process whose clock is behind.
+// after its own ends, past any decision of a process whose clock is behind,
+// rounded up to a whole second (what a store such as Redis keeps exactly,
+// whatever millisecond of its period the first request reads).
 func fixedCounter(key string, rule Rule, now int64) (name string, ttl time.Duration, end int64) {
 	if rule.Calendar == 0 {
 		return SecondaryPrefix + key, rule.Window, 0
 	}
 	f := rule.frame(now)
-	return slidingName(key, f.open), time.Duration(f.end()-now+f.w) * time.Millisecond, f.end()
+	life := (f.end() - now + f.w + 999) / 1000
+	return slidingName(key, f.open), time.Duration(life) * time.Second, f.end()
 }
 
 // resetAt turns a counter's TTL into the end of its window. The TTL is

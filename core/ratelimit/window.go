@@ -18,6 +18,8 @@ func windowed(c *counter, exists bool, rule *Rule, cost, now int64, better bool)
 	case !exists || c.last <= f.after:
 		*c = counter{count: cost, last: f.open, span: f.w}
 		return state{allowed: true, count: cost, reset: f.end()}
+	case f.later(c.last):
+		return state{count: rule.Max, reset: f.end()}
 	case c.count > rule.Max-cost:
 		return state{count: c.count, reset: c.last + f.w}
 	}
@@ -32,8 +34,11 @@ func windowed(c *counter, exists bool, rule *Rule, cost, now int64, better bool)
 // peekState judges a counter read without writing it.
 func peekState(exists bool, count, last int64, rule Rule, now int64) state {
 	f := rule.frame(now)
-	if !exists || last <= f.after {
+	switch {
+	case !exists || last <= f.after:
 		return state{allowed: rule.Max > 0, reset: f.end()}
+	case f.later(last):
+		return state{count: rule.Max, reset: f.end()}
 	}
 	return state{allowed: count < rule.Max, count: count, reset: last + f.w}
 }
