@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"reflect"
 
 	"github.com/sluice-go/sluice/core/driver"
 )
@@ -30,7 +31,9 @@ type RowWrite struct {
 // as last committed; when every row exists and each write that is not
 // Optional has a case that holds, every write with such a case applies
 // and ok is true; otherwise nothing is written and ok is false. Each write
-// reports its Row and Case either way (see [driver.AllIncrementer]).
+// reports its Row and Case either way (see [driver.AllIncrementer]). Each
+// write names a row of its own: a key written twice is refused with
+// [ErrInvalid], before any I/O.
 //
 // Where the adapter cannot do it in one statement (no
 // [driver.AllIncrementer], or a dialect that does not declare it: the SQL
@@ -61,6 +64,11 @@ func (db *DB) IncrementAll(ctx context.Context, model, field string, writes []Ro
 		key, err := whereValue(c.Field, Eq(field, w.Key))
 		if err != nil {
 			return false, invalid(op, model, "key %v: %v", w.Key, err)
+		}
+		for j := range i {
+			if reflect.DeepEqual(dw[j].Key, key) {
+				return false, invalid(op, model, "key %v is written twice (writes %d and %d): each write chooses a row of its own", w.Key, j, i)
+			}
 		}
 		dw[i] = driver.RowWrite{Key: key, Optional: w.Optional, Cases: make([]driver.WriteCase, len(w.Cases))}
 		for j, cs := range w.Cases {

@@ -1,8 +1,11 @@
 package sluicesql
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
@@ -10,25 +13,29 @@ import (
 
 // IncrementAll applies guarded writes to several rows, all or nothing, in
 // one statement (see [driver.AllIncrementer]), on a dialect that declares
-// it (traits.lockAllOrder: PostgreSQL); elsewhere it returns
+// it (traits.lockAll: PostgreSQL); elsewhere it returns
 // [driver.ErrNoAll] having sent nothing, and the caller writes in a
 // transaction. On PostgreSQL the statement is:
 //
-//	WITH l AS MATERIALIZED (SELECT <columns> FROM t WHERE key IN (…)
-//	                        ORDER BY key COLLATE "C" FOR UPDATE),
-//	     c AS (SELECT l.*, CASE WHEN key = k1 AND <guard 1.1> THEN 1 … ELSE -1 END AS sluice_case FROM l),
-//	     o AS (SELECT count(*) = n AND bool_and(sluice_case >= 0 OR <optional>) AS sluice_ok FROM c),
-//	     u AS (UPDATE t SET col = CASE c.sluice_case WHEN 1 THEN t.col + d … ELSE t.col END, …
-//	           FROM c, o WHERE t.pk = c.pk AND c.sluice_case >= 0 AND o.sluice_ok RETURNING 1)
-//	SELECT c.*, o.sluice_ok FROM c, o
+//	WITH l AS MATERIALIZED (SELECT r.<columns>,
+//	                          CASE WHEN r.key = k1 AND <guard 1.1> THEN 1 … ELSE -1 END AS sluice_case
+//	                        FROM (VALUES (k1), …) AS sluice_k (sluice_key) CROSS JOIN LATERAL
+//	                          (SELECT <columns> FROM t WHERE key = sluice_key FOR NO KEY UPDATE) AS r),
+//	     o AS (SELECT count(*) = n AND bool_and(sluice_case >= 0 OR <optional>) AS sluice_ok FROM l),
+//	     u AS (UPDATE t SET col = CASE l.sluice_case WHEN 1 THEN t.col + d … ELSE t.col END, …
+//	           FROM l, o WHERE t.pk = l.pk AND l.sluice_case >= 0 AND o.sluice_ok RETURNING 1)
+//	SELECT l.*, o.sluice_ok FROM l, o
 //
 // Why it is exact under concurrency (each step checked on the server):
-//   - l's FOR UPDATE locks the rows in byte order (LockRows runs above
-//     the Sort) and, under READ COMMITTED, waits for a concurrent writer
-//     and returns the row's latest version, not the statement's snapshot;
-//   - c, o and the answer are computed once (a CTE referenced more than
-//     once is materialised) from those locked versions, so every guard
-//     is judged on rows no one else can change before the statement ends;
+//   - l's lookups lock the rows in their keys' byte order (the VALUES
+//     list is in that order, and a LATERAL subquery runs once per row of
+//     it, in turn) and, under READ COMMITTED, wait for a concurrent
+//     writer and return the row's latest version, not the statement's
+//     snapshot; FOR NO KEY UPDATE is the lock the UPDATE takes anyway;
+//   - l's cases, o and the answer are computed once (a CTE referenced
+//     more than once is materialised) from those locked versions, so
+//     every guard is judged on rows no one else can change before the
+//     statement ends;
 //   - u's UPDATE finds the snapshot's version of a row a concurrent
 //     writer changed, and re-reads its latest version (EvalPlanQual) to
 //     write on: the locked version, so each delta adds to the count the
@@ -38,7 +45,7 @@ import (
 // fails the statement with a serialization failure, which the engine
 // retries outside a transaction, as it does any statement.
 func (a *Adapter) IncrementAll(ctx context.Context, t *driver.Table, column string, writes []driver.RowWrite) (bool, error) {
-	if a.e.t.lockAllOrder == "" {
+	if !a.e.t.lockAll {
 		return false, driver.ErrNoAll
 	}
 	if len(writes) == 0 {
@@ -66,57 +73,100 @@ const (
 )
 
 // renderAll writes IncrementAll's statement (see IncrementAll), part by
-// part: l locks, c and o judge, u writes, then the answer.
+// part: l locks and judges each row, o all of them, u writes, then the
+// answer.
 func (b *builder) renderAll(t *driver.Table, column string, writes []driver.RowWrite) {
 	b.renderAllLocked(t, column, writes)
-	b.renderAllCases(column, writes)
+	b.renderAllJudged(column, writes)
 	b.renderAllUpdate(t, writes)
-	b.write(" SELECT c.*, o." + allOK + " FROM c, o")
+	b.write(" SELECT l.*, o." + allOK + " FROM l, o")
 }
 
-// renderAllLocked writes l: the writes' rows, locked in key byte order.
+// renderAllLocked writes l: the writes' rows, each found by its key and
+// locked, in the keys' byte order (lockOrder), so that statements on rows
+// they share lock them in one order and never deadlock. Each key is its
+// own index lookup, a LATERAL subquery whose lock keeps it from
+// being merged into a join: a statement prepared while the table was new
+// and never analysed (as a fresh table is until autovacuum reaches it)
+// otherwise kept a generic plan that read the keys with a sequential
+// scan, slower with every row the table gained (0.19 to 0.42 ms over
+// 2000 decisions on 3000 rows), where a lookup by the unique key is an
+// index scan under any statistics.
 func (b *builder) renderAllLocked(t *driver.Table, column string, writes []driver.RowWrite) {
 	b.write("WITH l AS MATERIALIZED (SELECT ")
+	b.qualifiedColumns("sluice_r", t)
+	b.write(", ")
+	b.renderAllCases(column, writes)
+	b.write(" FROM (VALUES ")
+	for i, w := range lockOrder(writes) {
+		if i > 0 {
+			b.write(", ")
+		}
+		b.write("(")
+		b.arg(writes[w].Key)
+		b.write(")")
+	}
+	b.write(") AS sluice_k (sluice_key) CROSS JOIN LATERAL (SELECT ")
 	b.columns(t)
 	b.write(" FROM ")
 	b.ident(t.Name)
 	b.write(" WHERE ")
 	b.ident(column)
-	b.write(" IN (")
-	for i, w := range writes {
-		if i > 0 {
-			b.write(", ")
-		}
-		b.arg(w.Key)
-	}
-	b.write(") ORDER BY ")
-	b.ident(column)
-	b.write(b.t.lockAllOrder)
-	b.write(" FOR UPDATE)")
+	b.write(" = sluice_k.sluice_key FOR NO KEY UPDATE) AS sluice_r)")
 }
 
-// renderAllCases writes c, each locked row with the index of the first
-// case that holds on it (numbered across writes, -1 for none), and o,
-// whether every write found its row and a case that holds, or may go
-// without.
+// lockOrder returns the indices of writes in the order their rows are
+// locked: text keys in byte order, integer keys in numeric order.
+func lockOrder(writes []driver.RowWrite) []int {
+	order := make([]int, len(writes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return compareKeys(writes[i].Key, writes[j].Key) })
+	return order
+}
+
+// compareKeys orders two keys of one unique column as lockOrder needs.
+func compareKeys(a, b any) int {
+	switch a := a.(type) {
+	case string:
+		if b, ok := b.(string); ok {
+			return strings.Compare(a, b)
+		}
+	case int64:
+		if b, ok := b.(int64); ok {
+			return cmp.Compare(a, b)
+		}
+	}
+	return strings.Compare(fmt.Sprint(a), fmt.Sprint(b))
+}
+
+// renderAllCases writes the CASE giving each locked row the index of the
+// first case that holds on it (numbered across writes, -1 for none).
 func (b *builder) renderAllCases(column string, writes []driver.RowWrite) {
-	b.write(", c AS (SELECT l.*, CASE")
+	b.write("CASE")
 	n := 0
 	for _, w := range writes {
 		for _, cs := range w.Cases {
 			n++
-			b.write(" WHEN ")
+			b.write(" WHEN sluice_r.")
 			b.ident(column)
 			b.write(" = ")
 			b.arg(w.Key)
 			for _, wh := range cs.Where {
-				b.write(" AND ")
+				b.write(" AND sluice_r.")
 				b.cond(wh)
 			}
 			fmt.Fprintf(&b.sb, " THEN %d", n)
 		}
 	}
-	b.write(" ELSE -1 END AS " + allCase + " FROM l), o AS (SELECT count(*) = ")
+	b.write(" ELSE -1 END AS " + allCase)
+}
+
+// renderAllJudged writes o: whether every write found its row and a case
+// that holds, or may go without.
+func (b *builder) renderAllJudged(column string, writes []driver.RowWrite) {
+	b.write(", o AS (SELECT count(*) = ")
 	fmt.Fprintf(&b.sb, "%d", len(writes))
 	b.write(" AND bool_and(" + allCase + " >= 0")
 	for _, w := range writes {
@@ -127,7 +177,7 @@ func (b *builder) renderAllCases(column string, writes []driver.RowWrite) {
 			b.arg(w.Key)
 		}
 	}
-	b.write(") AS " + allOK + " FROM c)")
+	b.write(") AS " + allOK + " FROM l)")
 }
 
 // renderAllUpdate writes u: each column any case writes, set by the case
@@ -142,17 +192,17 @@ func (b *builder) renderAllUpdate(t *driver.Table, writes []driver.RowWrite) {
 			b.write(", ")
 		}
 		b.ident(col)
-		b.write(" = CASE c." + allCase)
+		b.write(" = CASE l." + allCase)
 		b.renderAllColumnCases(col, writes)
 		b.write(" ELSE sluice_t.")
 		b.ident(col)
 		b.write(" END")
 	}
-	b.write(" FROM c, o WHERE sluice_t.")
+	b.write(" FROM l, o WHERE sluice_t.")
 	b.ident(pk)
-	b.write(" = c.")
+	b.write(" = l.")
 	b.ident(pk)
-	b.write(" AND c." + allCase + " >= 0 AND o." + allOK + " RETURNING 1)")
+	b.write(" AND l." + allCase + " >= 0 AND o." + allOK + " RETURNING 1)")
 }
 
 // renderAllColumnCases writes, for one column, a WHEN for every case

@@ -63,10 +63,17 @@ func (b *builder) arg(v any) {
 }
 
 // columns writes the table's columns, comma-separated.
-func (b *builder) columns(t *driver.Table) {
+func (b *builder) columns(t *driver.Table) { b.qualifiedColumns("", t) }
+
+// qualifiedColumns writes t's columns, each after "alias." when alias is
+// not empty.
+func (b *builder) qualifiedColumns(alias string, t *driver.Table) {
 	for i, c := range t.Columns {
 		if i > 0 {
 			b.write(", ")
+		}
+		if alias != "" {
+			b.write(alias + ".")
 		}
 		b.ident(c.Name)
 	}

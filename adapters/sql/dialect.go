@@ -58,13 +58,12 @@ type traits struct {
 	overflowToReal   bool   // an integer sum past int64 is stored as a REAL (SQLite): deltas are guarded in the statement
 	deleteLimit      bool   // DELETE … ORDER BY … LIMIT, and no subquery on the table deleted from (MySQL's error 1093)
 	offsetNeedsLimit bool   // OFFSET only after a LIMIT
-	// lockAllOrder, when set, is the ORDER BY suffix that sorts keys in
-	// byte order, and says that IncrementAll is one statement: a
-	// data-modifying CTE whose locking read returns the latest versions
-	// (PostgreSQL's READ COMMITTED). Without it IncrementAll answers
-	// driver.ErrNoAll and the caller writes in a transaction: MySQL has
-	// no data-modifying CTE, SQLite no UPDATE inside WITH.
-	lockAllOrder string
+	// lockAll says that IncrementAll is one statement: a data-modifying
+	// CTE whose locking reads return the latest versions (PostgreSQL's
+	// READ COMMITTED). Without it IncrementAll answers driver.ErrNoAll and
+	// the caller writes in a transaction: MySQL has no data-modifying CTE,
+	// SQLite no UPDATE inside WITH.
+	lockAll bool
 
 	errorAbortsTx bool // an error aborts the whole transaction (PostgreSQL): a write that may conflict runs in a savepoint
 	ddlCommits    bool // DDL commits the transaction at once (MySQL): CreateTables runs one CREATE per table, outside transactions
@@ -91,7 +90,7 @@ var dialects = [...]traits{
 	Postgres: {
 		quote: `"`, dollar: true, versionQuery: "SELECT current_setting('server_version')",
 		updateReturning: true, onConflict: " ON CONFLICT DO NOTHING", noColumns: " DEFAULT VALUES",
-		lockFirstMatch: true, errorAbortsTx: true, lockAllOrder: ` COLLATE "C"`,
+		lockFirstMatch: true, errorAbortsTx: true, lockAll: true,
 		catalog: catalogQueries{regclass: true,
 			tableExists: catalogQuery{`SELECT CASE WHEN to_regclass(`, `) IS NULL THEN 0 ELSE 1 END`},
 			columns:     catalogQuery{`SELECT attname AS col FROM pg_attribute WHERE attrelid = to_regclass(`, `) AND attnum > 0 AND NOT attisdropped`},

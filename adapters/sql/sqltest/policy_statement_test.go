@@ -25,7 +25,7 @@ type unlockedAll struct{ sluicesql.Beginner }
 
 func (u unlockedAll) Query(ctx context.Context, q string, args ...any) (sluicesql.Rows, error) {
 	if strings.HasPrefix(q, "WITH l AS MATERIALIZED") {
-		q = strings.Replace(q, " FOR UPDATE", "", 1)
+		q = strings.Replace(q, " FOR NO KEY UPDATE", "", 1)
 	}
 	return u.Beginner.Query(ctx, q, args...)
 }
@@ -166,6 +166,12 @@ func TestIncrementAllAllOrNothing(t *testing.T) {
 			}
 			if err != nil || ok != c.want.ok {
 				t.Fatalf("case %d: IncrementAll = %v, %v; want %v", i, ok, err, c.want.ok)
+			}
+			if i == 0 {
+				twice := []core.RowWrite{{Key: "a", Cases: room(9)}, {Key: "b", Cases: room(9)}, {Key: "a", Cases: room(9)}}
+				if ok, err := e.db.IncrementAll(e.ctx, core.ModelRateLimit, "key", twice); ok || !errors.Is(err, core.ErrInvalid) || !strings.Contains(err.Error(), "written twice") {
+					t.Fatalf("a key written twice: IncrementAll = %v, %v; want core.ErrInvalid naming it", ok, err)
+				}
 			}
 			for j, w := range c.writes {
 				if w.Case != c.want.cases[j] {
