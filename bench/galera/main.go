@@ -241,7 +241,13 @@ func buildCells(ctx context.Context, cl, pl *target) ([]cell, error) {
 			return nil, err
 		}
 	}
-	raw := fmt.Sprintf("UPDATE `%s` SET `count` = `count` + 1, `last_request` = ? WHERE `key` = ? AND `count` < ?", cl.table)
+	// The hand-written write is the limiter's own on a key it has seen: a
+	// count in a live window with room. It leaves last_request alone: the
+	// rows are the limiter's too, and a floor that moved their window
+	// starts made the limiter's next cell miss its remembered starts and
+	// read every row again (its rate fell round after round, the floor's
+	// held).
+	raw := fmt.Sprintf("UPDATE `%s` SET `count` = `count` + 1 WHERE `key` = ? AND `last_request` > ? AND `count` < ?", cl.table)
 	sel := fmt.Sprintf("SELECT `id`, `key`, `count`, `last_request` FROM `%s` WHERE `key` = ?", cl.table)
 	plainL, _ := limiters(pl.dbs)
 	uniL, _ := limiters(cl.dbs)
@@ -268,7 +274,7 @@ func buildCells(ctx context.Context, cl, pl *target) ([]cell, error) {
 	return []cell{
 		{"uniform/limiter", decide(uniL, uniformKey)},
 		{"uniform/guarded UPDATE", func(ctx context.Context, g int) error {
-			res, err := cl.pools[g%len(cl.pools)].ExecContext(ctx, raw, time.Now().UnixMilli(), uniformKey(g), rule.Max)
+			res, err := cl.pools[g%len(cl.pools)].ExecContext(ctx, raw, uniformKey(g), time.Now().Add(-rule.Window).UnixMilli(), rule.Max)
 			if err == nil {
 				if n, _ := res.RowsAffected(); n != 1 {
 					err = fmt.Errorf("the guarded UPDATE matched %d rows", n)
