@@ -64,7 +64,9 @@ func BenchmarkPolicyRatio(b *testing.B) {
 		}
 	}
 	one1 := guarded(floorOne, func(k string) []any { return []any{k, rule.Max} }, 1)
-	two1 := guarded(floorTwo, func(k string) []any { return []any{"{" + k + "}" + ratelimit.PolicySeparator + "burst", "{" + k + "}" + ratelimit.PolicySeparator + "daily", rule.Max} }, 2)
+	two1 := guarded(floorTwo, func(k string) []any {
+		return []any{"{" + k + "}" + ratelimit.PolicySeparator + "burst", "{" + k + "}" + ratelimit.PolicySeparator + "daily", rule.Max}
+	}, 2)
 	sides := []func(context.Context, string) (bool, error){one, two, one1, two1}
 	// Every row in place, then the table analysed, as autovacuum would
 	// analyse a table in service: every side's statements then plan on
