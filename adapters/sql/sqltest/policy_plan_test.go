@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	sluicesql "github.com/sluice-go/sluice/adapters/sql"
-	"github.com/sluice-go/sluice/adaptertest"
 	"github.com/sluice-go/sluice/core"
 	"github.com/sluice-go/sluice/core/driver"
-	"github.com/sluice-go/sluice/core/ratelimit"
 )
 
 // recordAll is an executor that keeps the last IncrementAll statement
@@ -36,28 +33,12 @@ func (r recordAll) Query(ctx context.Context, q string, args ...any) (sluicesql.
 // planned as if the table held a few pages. An IN list or a join there
 // read the whole table on every decision, slower with each row it gained.
 func TestPolicyStatementReadsByIndex(t *testing.T) {
-	b := postgresBackend()
-	if adaptertest.PostgresDSN(t) == "" {
-		t.Skip("SLUICE_POSTGRES_DSN is not set")
-	}
-	e := newEnv(t, b)
+	e := postgresEnv(t)
 	var q string
 	var args []any
-	a, err := sluicesql.New(e.ctx, recordAll{sluicesql.FromDB(e.sqldb), &q, &args}, sluicesql.Options{Dialect: sluicesql.Postgres})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db, err := core.New(a, core.WithSchema(e.schema))
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := ratelimit.New(ratelimit.Database(db))
-	if err != nil {
-		t.Fatal(err)
-	}
-	policy := ratelimit.Policy{{Name: "short", Window: time.Hour, Max: 5}, {Name: "long", Window: 24 * time.Hour, Max: 1000}}
+	l := limiterOver(t, e, recordAll{sluicesql.FromDB(e.sqldb), &q, &args})
 	for range 2 { // the first creates the rows, the second is the statement
-		if _, err := l.ConsumePolicy(e.ctx, "plan", policy, 1); err != nil {
+		if _, err := l.ConsumePolicy(e.ctx, "plan", statementPolicy, 1); err != nil {
 			t.Fatal(err)
 		}
 	}

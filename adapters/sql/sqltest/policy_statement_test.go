@@ -30,6 +30,38 @@ func (u unlockedAll) Query(ctx context.Context, q string, args ...any) (sluicesq
 	return u.Beginner.Query(ctx, q, args...)
 }
 
+// statementPolicy is the two-rule policy the statement tests decide.
+var statementPolicy = ratelimit.Policy{{Name: "short", Window: time.Hour, Max: 5}, {Name: "long", Window: 24 * time.Hour, Max: 1000}}
+
+// postgresEnv returns an env on PostgreSQL, skipping t without the server.
+func postgresEnv(t *testing.T) *env {
+	t.Helper()
+	b := postgresBackend()
+	if adaptertest.PostgresDSN(t) == "" {
+		t.Skip("SLUICE_POSTGRES_DSN is not set")
+	}
+	return newEnv(t, b)
+}
+
+// limiterOver returns a limiter on e's tables through the engine over x
+// (an executor that wraps e's pool).
+func limiterOver(t *testing.T, e *env, x sluicesql.Beginner) *ratelimit.Limiter {
+	t.Helper()
+	a, err := sluicesql.New(e.ctx, x, sluicesql.Options{Dialect: e.b.dialect})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := core.New(a, core.WithSchema(e.schema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := ratelimit.New(ratelimit.Database(db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
 // A two-rule policy on PostgreSQL is one statement once its rows exist
 // (core.DB.IncrementAll), and it stays exact under a burst: 32 requests
 // at once over a rule of 5 admit exactly the 3 left, round after round,
@@ -37,27 +69,12 @@ func (u unlockedAll) Query(ctx context.Context, q string, args ...any) (sluicesq
 // broken variant (guards on the unlocked snapshot) over-admits, which
 // proves the race can fail.
 func TestPolicyStatementRace(t *testing.T) {
-	b := postgresBackend()
-	if adaptertest.PostgresDSN(t) == "" {
-		t.Skip("SLUICE_POSTGRES_DSN is not set")
-	}
-	e := newEnv(t, b)
+	e := postgresEnv(t)
 	e.sqldb.SetMaxOpenConns(8)
-	policy := ratelimit.Policy{{Name: "short", Window: time.Hour, Max: 5}, {Name: "long", Window: 24 * time.Hour, Max: 1000}}
+	policy := statementPolicy
 	const burst, rounds = 32, 12
 	run := func(t *testing.T, x sluicesql.Beginner, tag string) (over int) {
-		a, err := sluicesql.New(e.ctx, x, sluicesql.Options{Dialect: sluicesql.Postgres})
-		if err != nil {
-			t.Fatal(err)
-		}
-		db, err := core.New(a, core.WithSchema(e.schema))
-		if err != nil {
-			t.Fatal(err)
-		}
-		l, err := ratelimit.New(ratelimit.Database(db))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := limiterOver(t, e, x)
 		for r := range rounds {
 			key := fmt.Sprintf("%s-%d", tag, r)
 			if _, err := l.ConsumePolicy(e.ctx, key, policy, 1); err != nil { // creates the rows: the transaction
@@ -85,7 +102,7 @@ func TestPolicyStatementRace(t *testing.T) {
 				t.Fatalf("round %d: %v", r, err)
 			}
 			for _, name := range []string{"short", "long"} {
-				row, _, err := db.FindOne(e.ctx, core.ModelRateLimit, core.Eq("key", "{"+key+"}"+ratelimit.PolicySeparator+name))
+				row, _, err := e.db.FindOne(e.ctx, core.ModelRateLimit, core.Eq("key", "{"+key+"}"+ratelimit.PolicySeparator+name))
 				if err != nil {
 					t.Fatal(err)
 				}
